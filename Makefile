@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# siwx top-level Makefile. `make help` lists the targets.
+
+TOP     := $(CURDIR)
+BUILD   := $(TOP)/build
+KVER    ?= $(shell ls -1d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | sort -V | tail -n 1)
+KDIR    ?= /lib/modules/$(KVER)/build
+PREFIX  ?= /opt/siwx
+DESTDIR ?=
+
+SIWX_VERSION := $(shell cat $(TOP)/VERSION)$(shell git -C $(TOP) describe --always --dirty --match none 2>/dev/null | sed 's/^/+g/')
+
+SIWX_SRC     := $(BUILD)/siwx/src/drivers/infiniband/sw/siw
+UPSTREAM_SRC := $(BUILD)/upstream/src/drivers/infiniband/sw/siw
+RDMA_PREFIX  := $(BUILD)/rdma-core/prefix
+KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
+
+# Run the dependency step only when something is missing.
+DEPS_OK := $(BUILD)/.deps-ok
+DEPS    := $(TOP)/tools/deps.sh
+
+.PHONY: all deps stage modules siwx upstream rdma-core selftests check demo \
+	install install-modules install-userspace checkpatch clean distclean help
+
+all: modules rdma-core selftests
+
+help:
+	@echo "make demo        boot test VMs, show siwx carrying RDMA traffic"
+	@echo "make check       build everything and run every test suite in VMs"
+	@echo "make deps        install the Debian packages siwx needs (idempotent)"
+	@echo "make modules     build build/siwx/siw.ko and build/upstream/siw.ko"
+	@echo "make rdma-core   build the patched rdma-core into build/rdma-core/prefix"
+	@echo "make selftests   build the test programs"
+	@echo "make checkpatch  run the kernel's checkpatch on patches and our files"
+	@echo "make install     install siw.ko (updates/) and rdma-core into PREFIX=$(PREFIX)"
+	@echo "Variables: KVER=$(KVER) PREFIX=$(PREFIX)"
+
+deps:
+	$(DEPS)
+
+$(DEPS_OK): $(DEPS)
+	@$(DEPS) --check >/dev/null 2>&1 || $(DEPS)
+	@mkdir -p $(BUILD) && touch $@
+
+stage: $(DEPS_OK)
+	@$(TOP)/tools/stage-linux.sh $(BUILD)
+
+modules: siwx upstream
+
+siwx: stage
+	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(SIWX_SRC) W=1 SIWX_VERSION=$(SIWX_VERSION) modules
+	@cp -p $(SIWX_SRC)/siw.ko $(BUILD)/siwx/siw.ko
+	@echo "  SIWX    $(BUILD)/siwx/siw.ko $$(/sbin/modinfo -F version $(BUILD)/siwx/siw.ko)"
+
+upstream: stage
+	$(MAKE) -C $(KDIR) M=$(UPSTREAM_SRC) CONFIG_RDMA_SIW=m modules
+	@cp -p $(UPSTREAM_SRC)/siw.ko $(BUILD)/upstream/siw.ko
+
+rdma-core: $(DEPS_OK)
+	@$(TOP)/tools/build-rdma-core.sh $(BUILD)/rdma-core $(RDMA_PREFIX)
+
+selftests: rdma-core stage
+	$(MAKE) -C $(TOP)/selftests O=$(BUILD)/selftests RDMA_PREFIX=$(RDMA_PREFIX) KSFT_DIR=$(KSFT_DIR)
+
+check: modules rdma-core selftests
+	@SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
+		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
+		$(TOP)/selftests/run.sh
+
+demo: modules rdma-core selftests
+	@KVER=$(KVER) RDMA_PREFIX=$(RDMA_PREFIX) $(TOP)/tools/demo.sh
+
+checkpatch: stage
+	@$(TOP)/tools/checkpatch.sh $(BUILD)/linux/pristine
+
+install: install-modules install-userspace
+
+install-modules: siwx
+	install -D -m 0644 $(BUILD)/siwx/siw.ko $(DESTDIR)/lib/modules/$(KVER)/updates/siw.ko
+	test -n "$(DESTDIR)" || /sbin/depmod -a $(KVER)
+
+install-userspace: $(DEPS_OK)
+	@$(TOP)/tools/build-rdma-core.sh $(BUILD)/rdma-core-install $(PREFIX) "$(DESTDIR)"
+
+clean:
+	rm -rf $(BUILD)/siwx $(BUILD)/upstream $(BUILD)/selftests $(BUILD)/vm
+
+distclean:
+	rm -rf $(BUILD)

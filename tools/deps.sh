@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install the Debian 12 packages siwx needs to build, test and demo.
+# Idempotent: installs only what is missing.
+#
+#   tools/deps.sh           install what is missing
+#   tools/deps.sh --check   exit 1 if anything is missing, install nothing
+#
+# rdma-core 56.1 comes as a Debian *source* package from the trixie suite,
+# so a deb-src entry for trixie is added, pointing at the same mirror the
+# machine already uses for bookworm.
+set -euo pipefail
+
+pkgs=(
+	# build: kernel module
+	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
+	gcc make bc flex bison libelf-dev kmod xz-utils rsync patch perl
+	# build: rdma-core 56.1 and the tests
+	cmake ninja-build cython3 python3-dev pkg-config dpkg-dev
+	libnl-3-dev libnl-route-3-dev libudev-dev
+	# Debian's stock rdma-core 44, for compatibility tests
+	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
+	libibverbs-dev librdmacm-dev
+	# test VMs and tools run inside them
+	qemu-system-x86 busybox-static iproute2 perftest tshark tcpdump iperf3
+)
+src_list=/etc/apt/sources.list.d/siwx-trixie-src.sources
+
+missing() {
+	local p
+	for p in "${pkgs[@]}"; do
+		case "$p" in '#'*) continue ;; esac
+		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
+			grep -qx installed || echo "$p"
+	done
+}
+
+have_src() {
+	grep -rqs 'trixie' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null &&
+		grep -rqs 'deb-src' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null
+}
+
+need=$(missing | tr '\n' ' ')
+if [ "${1:-}" = --check ]; then
+	[ -z "$need" ] && have_src && exit 0
+	echo "deps: missing: ${need:-deb-src trixie entry}"
+	exit 1
+fi
+
+[ "$(id -u)" = 0 ] || { echo "deps: must run as root (apt-get)" >&2; exit 1; }
+
+if ! have_src; then
+	# The mirror this machine already uses for Debian (first URIs: or deb line).
+	mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' /etc/apt/sources.list 2>/dev/null || true)
+	[ -n "$mirror" ] || { echo "deps: cannot find the Debian mirror in the apt sources" >&2; exit 1; }
+	printf 'Types: deb-src\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$mirror" >"$src_list"
+	echo "deps: added deb-src trixie entry ($src_list)"
+	need="$need "
+fi
+
+if [ -n "$need" ]; then
+	echo "deps: installing:$need"
+	apt-get update -q
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(missing)
+fi
+echo "deps: all present"
