@@ -1,0 +1,32 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the kernel's checkpatch.pl (from the staged linux-source subset) on
+# every patch in patches/linux/ and on our own kernel files in drivers/
+# and include/. Exits non-zero on any error or warning.
+#
+#   tools/checkpatch.sh PRISTINE_DIR
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+pristine=${1:-$top/build/linux/pristine}
+cp=$pristine/scripts/checkpatch.pl
+[ -x "$cp" ] || [ -f "$cp" ] || { echo "checkpatch.pl not staged (make stage)" >&2; exit 2; }
+
+# checkpatch finds spelling.txt and const_structs.checkpatch next to itself.
+# Patches carry no Signed-off-by: they are not sent upstream from here.
+opts=(--no-tree --quiet --show-types --no-signoff --ignore FILE_PATH_CHANGES)
+fail=0
+for p in "$top"/patches/linux/*.patch; do
+	[ -e "$p" ] || continue
+	if ! out=$(perl "$cp" "${opts[@]}" "$p" 2>&1); then
+		echo "checkpatch: $(basename "$p")"; echo "$out"; fail=1
+	fi
+done
+while IFS= read -r f; do
+	if ! out=$(perl "$cp" "${opts[@]}" -f "$f" 2>&1); then
+		echo "checkpatch: ${f#"$top"/}"; echo "$out"; fail=1
+	fi
+done < <(find "$top/drivers" "$top/include" -type f \( -name '*.[ch]' \) 2>/dev/null)
+[ $fail = 0 ] && echo "checkpatch: clean ($(ls "$top"/patches/linux/*.patch 2>/dev/null | wc -l) patches, our kernel files)"
+exit $fail
