@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * fixes - one test (group) per upstream siw bug that siwx fixes.
+ *
+ * The tests marked [upstream-bug] FAIL on the unmodified upstream siw.ko
+ * and PASS on the fixed one; the others guard the same class of mistake on
+ * the other inbound paths and pass on both.
+ *
+ *   prot.*       inbound access checks (RDMA Read of an MR without
+ *                REMOTE_READ [upstream-bug], the controls, and Write/Read
+ *                with missing rights, bad rkeys, foreign PDs, out-of-bounds
+ *                offsets)
+ *   sq0.*        QPs created with max_send_wr = 0 [upstream-bug]
+ *
+ * The Terminate wire-encoding check lives in term_wire.sh (tshark).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "siwx_test.h"
+
+#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		 IBV_ACCESS_REMOTE_READ)
+
+/* How long the victim side gets to notice a violation and tear down. */
+#define TERM_WAIT_MS	15000
+
+/* ---- protection checks on inbound RDMA Read / Write --------------------- */
+
+FIXTURE(prot) {
+	struct ru_pair p;
+	struct ru_buf sbuf;	/* server (target) memory */
+	struct ru_buf cbuf;	/* client source / sink */
+	struct ru_buf note;	/* server recv buffer */
+	uint64_t s_secret, s_client;
+	size_t len;
+};
+
+FIXTURE_SETUP(prot)
+{
+	uint64_t s = ru_random_seed();
+
+	self->s_secret = s;
+	self->s_client = ~s;
+	self->len = 4096;
+	RU_ASSERT_OK(ru_pair_open(&self->p, NULL, NULL));
+	RU_ASSERT_OK(ru_buf_alloc(&self->cbuf, self->p.cli.pd, self->len,
+				  ACC_ALL));
+	RU_ASSERT_OK(ru_buf_alloc(&self->note, self->p.srv.pd, 64, ACC_ALL));
+	ru_fill(self->cbuf.addr, self->len + RU_GUARD, self->s_client);
+}
+
+FIXTURE_TEARDOWN(prot)
+{
+	ru_buf_free(&self->sbuf);
+	ru_buf_free(&self->cbuf);
+	ru_buf_free(&self->note);
+	ru_pair_close(&self->p);
+}
+
+/*
+ * The client reads len bytes at raddr/rkey into sink and expects an error
+ * completion, an untouched sink (sink_check bytes of seed s_sink) and its
+ * QP in error.
+ */
+static void read_must_fail(struct __test_metadata *_metadata,
+			   struct ru_pair *p, struct ru_buf *sink,
+			   size_t sink_check, uint64_t s_sink,
+			   uint64_t raddr, uint32_t rkey, size_t len)
+{
+	struct ibv_wc wc;
+	int rc;
+
+	RU_ASSERT_OK(ru_post_send(&p->cli, IBV_WR_RDMA_READ, sink, 0, len,
+				  raddr, rkey, 1, IBV_SEND_SIGNALED));
+	rc = ru_poll(p->cli.scq, &wc, TERM_WAIT_MS);
+	ASSERT_EQ(1, rc) TH_LOG("RDMA Read never completed: %s", ru_errmsg());
+	printf("# RDMA Read completion: %s (%d), vendor_err 0x%x%s\n",
+	       ibv_wc_status_str(wc.status), wc.status, wc.vendor_err,
+	       wc.status == IBV_WC_REM_ACCESS_ERR ? " (the expected one)" : "");
+	EXPECT_NE(IBV_WC_SUCCESS, (int)wc.status)
+		TH_LOG("the peer served a Read it must refuse");
+	/* not a single byte of the target may have been placed */
+	RU_EXPECT_PATTERN(sink->addr, sink_check, s_sink, "client sink");
+	RU_EXPECT_OK(ru_wait_qp_state(p->cli.qp, IBV_QPS_ERR, TERM_WAIT_MS));
+	printf("# server QP state: %s\n",
+	       ru_qp_state_str(ru_qp_state(p->srv.qp)));
+}
+
+/*
+ * The client writes len bytes of src to raddr/rkey, then Sends 8 bytes.
+ * The connection must be terminated (client QP in error), the Send not be
+ * delivered, and [check, check + check_len) keep the pattern of check_seed.
+ */
+static void write_must_fail(struct __test_metadata *_metadata,
+			    struct ru_pair *p, struct ru_buf *src,
+			    struct ru_buf *note, uint64_t raddr, uint32_t rkey,
+			    size_t len, const uint8_t *check, size_t check_len,
+			    uint64_t check_seed)
+{
+	struct ibv_wc wc;
+	int rc, n;
+
+	RU_ASSERT_OK(ru_post_recv(&p->srv, note, 0, 64, 7));
+	RU_ASSERT_OK(ru_post_send(&p->cli, IBV_WR_RDMA_WRITE, src, 0, len,
+				  raddr, rkey, 1, IBV_SEND_SIGNALED));
+	RU_ASSERT_OK(ru_post_send(&p->cli, IBV_WR_SEND, src, 0, 8, 0, 0, 2,
+				  IBV_SEND_SIGNALED));
+	/* the initiator learns about it through a Terminate: QP in error */
+	RU_EXPECT_OK(ru_wait_qp_state(p->cli.qp, IBV_QPS_ERR, TERM_WAIT_MS));
+	/*
+	 * Both WRs should complete (successfully or flushed). siw (upstream
+	 * too) now and then loses the Send queued behind the Write that
+	 * drew the Terminate; that is checked by the stress suite
+	 * (stress.terminate.flushes_all_wrs), here it is only reported.
+	 */
+	for (n = 0; n < 2; n++) {
+		rc = ru_poll(p->cli.scq, &wc, 3000);
+		if (rc != 1) {
+			printf("# note: client WR %d of 2 did not complete within 3 s\n",
+			       n + 1);
+			break;
+		}
+		printf("# client wr %llu: %s\n", (unsigned long long)wc.wr_id,
+		       ibv_wc_status_str(wc.status));
+	}
+	rc = ru_poll(p->srv.rcq, &wc, 2000);
+	if (rc == 1) {
+		printf("# server recv: %s\n", ibv_wc_status_str(wc.status));
+		EXPECT_NE(IBV_WC_SUCCESS, (int)wc.status)
+			TH_LOG("the Send after the bad Write was delivered");
+	}
+	printf("# server QP state: %s\n",
+	       ru_qp_state_str(ru_qp_state(p->srv.qp)));
+	RU_EXPECT_PATTERN(check, check_len, check_seed, "server memory");
+}
+
+/* [upstream-bug] Read of an MR registered without REMOTE_READ */
+TEST_F_TIMEOUT(prot, read_needs_remote_read, 60)
+{
+	RU_ASSERT_OK(ru_buf_alloc(&self->sbuf, self->p.srv.pd, self->len,
+				  IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_WRITE));
+	ru_fill(self->sbuf.addr, self->len + RU_GUARD, self->s_secret);
+	read_must_fail(_metadata, &self->p, &self->cbuf,
+		       self->len + RU_GUARD, self->s_client,
+		       (uintptr_t)self->sbuf.addr, self->sbuf.mr->rkey,
+		       self->len);
+	RU_EXPECT_PATTERN(self->sbuf.addr, self->len + RU_GUARD, self->s_secret,
+			  "server MR");
+}
+
+/* control: the same Read with REMOTE_READ succeeds */
+TEST_F_TIMEOUT(prot, read_with_remote_read, 60)
+{
+	struct ibv_wc wc;
+
+	RU_ASSERT_OK(ru_buf_alloc(&self->sbuf, self->p.srv.pd, self->len,
+				  IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_READ));
+	ru_fill(self->sbuf.addr, self->len, self->s_secret);
+	RU_ASSERT_OK(ru_post_send(&self->p.cli, IBV_WR_RDMA_READ, &self->cbuf, 0,
+				  self->len, (uintptr_t)self->sbuf.addr,
+				  self->sbuf.mr->rkey, 1, IBV_SEND_SIGNALED));
+	RU_ASSERT_WC_OK(self->p.cli.scq, 1, &wc);
+	RU_ASSERT_PATTERN(self->cbuf.addr, self->len, self->s_secret, "read data");
+	ASSERT_EQ(IBV_QPS_RTS, ru_qp_state(self->p.cli.qp));
+}
+
+/* Write into an MR registered without REMOTE_WRITE */
+TEST_F_TIMEOUT(prot, write_needs_remote_write, 60)
+{
+	RU_ASSERT_OK(ru_buf_alloc(&self->sbuf, self->p.srv.pd, self->len,
+				  IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_READ));
+	ru_fill(self->sbuf.addr, self->len + RU_GUARD, self->s_secret);
+	write_must_fail(_metadata, &self->p, &self->cbuf, &self->note,
+			(uintptr_t)self->sbuf.addr, self->sbuf.mr->rkey,
+			self->len, self->sbuf.addr, self->len + RU_GUARD,
+			self->s_secret);
+}
+
+/* control: Write with REMOTE_WRITE succeeds */
+TEST_F_TIMEOUT(prot, write_with_remote_write, 60)
+{
+	struct ibv_wc wc;
+
+	RU_ASSERT_OK(ru_buf_alloc(&self->sbuf, self->p.srv.pd, self->len,
+				  IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_WRITE));
+	ru_fill(self->sbuf.addr, self->len, self->s_secret);
+	RU_ASSERT_OK(ru_post_recv(&self->p.srv, &self->note, 0, 64, 7));
+	RU_ASSERT_OK(ru_post_send(&self->p.cli, IBV_WR_RDMA_WRITE, &self->cbuf,
+				  0, self->len, (uintptr_t)self->sbuf.addr,
+				  self->sbuf.mr->rkey, 1, IBV_SEND_SIGNALED));
+	RU_ASSERT_OK(ru_post_send(&self->p.cli, IBV_WR_SEND, &self->cbuf, 0, 0,
+				  0, 0, 2, IBV_SEND_SIGNALED));
+	RU_ASSERT_WC_OK(self->p.cli.scq, 1, &wc);
+	RU_ASSERT_WC_OK(self->p.cli.scq, 2, &wc);
+	RU_ASSERT_WC_OK(self->p.srv.rcq, 7, &wc);
+	RU_ASSERT_PATTERN(self->sbuf.addr, self->len, self->s_client,
+			  "written data");
+}
+
+/*
+ * Bad targets: the MR (ACC_ALL, 1000 bytes) is registered in the middle of
+ * a 3-page area so that bytes just before and after it can be checked.
+ */
+enum bad_kind {
+	BAD_KEY,	/* right index, wrong key byte */
+	BAD_INDEX,	/* STag that names no MR */
+	BAD_FOREIGN_PD,	/* valid MR of another PD on the same device */
+	BAD_OOB_END,	/* runs past the end of the MR */
+	BAD_OOB_START,	/* starts before the MR */
+	BAD_OOB_HUGE,	/* offset far outside, length wraps */
+	BAD_DEREG,	/* the MR was deregistered */
+};
+
+FIXTURE(bad) {
+	struct ru_pair p;
+	uint8_t *area;		/* 3 pages, server side */
+	struct ibv_mr *mr;	/* [area + 4096 + 100, +1000) */
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr2;	/* area page 2 in pd2 */
+	struct ru_buf cbuf;
+	struct ru_buf note;
+	uint64_t s_area, s_client;
+};
+
+FIXTURE_VARIANT(bad) {
+	enum bad_kind kind;
+	int write;
+};
+
+FIXTURE_VARIANT_ADD(bad, read_bad_key) { .kind = BAD_KEY, .write = 0 };
+FIXTURE_VARIANT_ADD(bad, read_bad_index) { .kind = BAD_INDEX, .write = 0 };
+FIXTURE_VARIANT_ADD(bad, read_foreign_pd) { .kind = BAD_FOREIGN_PD, .write = 0 };
+FIXTURE_VARIANT_ADD(bad, read_oob_end) { .kind = BAD_OOB_END, .write = 0 };
+FIXTURE_VARIANT_ADD(bad, read_oob_start) { .kind = BAD_OOB_START, .write = 0 };
+FIXTURE_VARIANT_ADD(bad, read_oob_huge) { .kind = BAD_OOB_HUGE, .write = 0 };
+FIXTURE_VARIANT_ADD(bad, read_deregistered) { .kind = BAD_DEREG, .write = 0 };
+FIXTURE_VARIANT_ADD(bad, write_bad_key) { .kind = BAD_KEY, .write = 1 };
+FIXTURE_VARIANT_ADD(bad, write_bad_index) { .kind = BAD_INDEX, .write = 1 };
+FIXTURE_VARIANT_ADD(bad, write_foreign_pd) { .kind = BAD_FOREIGN_PD, .write = 1 };
+FIXTURE_VARIANT_ADD(bad, write_oob_end) { .kind = BAD_OOB_END, .write = 1 };
+FIXTURE_VARIANT_ADD(bad, write_oob_start) { .kind = BAD_OOB_START, .write = 1 };
+FIXTURE_VARIANT_ADD(bad, write_oob_huge) { .kind = BAD_OOB_HUGE, .write = 1 };
+FIXTURE_VARIANT_ADD(bad, write_deregistered) { .kind = BAD_DEREG, .write = 1 };
+
+#define AREA	(3 * 4096)
+#define MR_OFF	(4096 + 100)
+#define MR_LEN	1000
+
+FIXTURE_SETUP(bad)
+{
+	void *p;
+
+	self->s_area = ru_random_seed();
+	self->s_client = ~self->s_area;
+	RU_ASSERT_OK(ru_pair_open(&self->p, NULL, NULL));
+	ASSERT_EQ(0, posix_memalign(&p, 4096, AREA));
+	self->area = p;
+	ru_fill(self->area, AREA, self->s_area);
+	self->mr = ibv_reg_mr(self->p.srv.pd, self->area + MR_OFF, MR_LEN,
+			      ACC_ALL);
+	ASSERT_NE(NULL, self->mr) TH_LOG("ibv_reg_mr: %s", strerror(errno));
+	self->pd2 = ibv_alloc_pd(self->p.srv.id->verbs);
+	ASSERT_NE(NULL, self->pd2);
+	self->mr2 = ibv_reg_mr(self->pd2, self->area + 2 * 4096, 4096, ACC_ALL);
+	ASSERT_NE(NULL, self->mr2) TH_LOG("ibv_reg_mr: %s", strerror(errno));
+	RU_ASSERT_OK(ru_buf_alloc(&self->cbuf, self->p.cli.pd, 4096, ACC_ALL));
+	RU_ASSERT_OK(ru_buf_alloc(&self->note, self->p.srv.pd, 64, ACC_ALL));
+	ru_fill(self->cbuf.addr, 4096 + RU_GUARD, self->s_client);
+}
+
+FIXTURE_TEARDOWN(bad)
+{
+	if (self->mr)
+		ibv_dereg_mr(self->mr);
+	if (self->mr2)
+		ibv_dereg_mr(self->mr2);
+	if (self->pd2)
+		ibv_dealloc_pd(self->pd2);
+	ru_buf_free(&self->cbuf);
+	ru_buf_free(&self->note);
+	ru_pair_close(&self->p);
+	free(self->area);
+}
+
+TEST_F_TIMEOUT(bad, access, 60)
+{
+	uint64_t base = (uintptr_t)(self->area + MR_OFF);
+	uint32_t rkey = self->mr->rkey;
+	uint64_t raddr = base;
+	size_t len = 64;
+
+	switch (variant->kind) {
+	case BAD_KEY:
+		rkey ^= 0x5a;
+		break;
+	case BAD_INDEX:
+		rkey ^= 0x00abcd00;
+		break;
+	case BAD_FOREIGN_PD:
+		rkey = self->mr2->rkey;
+		raddr = (uintptr_t)(self->area + 2 * 4096);
+		break;
+	case BAD_OOB_END:
+		raddr = base + MR_LEN - 16;
+		break;
+	case BAD_OOB_START:
+		raddr = base - 16;
+		break;
+	case BAD_OOB_HUGE:
+		raddr = base + (1ull << 40);
+		break;
+	case BAD_DEREG:
+		ASSERT_EQ(0, ibv_dereg_mr(self->mr));
+		self->mr = NULL;
+		break;
+	}
+	printf("# target rkey 0x%08x (MR rkey 0x%08x) addr 0x%llx (MR 0x%llx+%d)"
+	       " len %zu\n", rkey, self->mr ? self->mr->rkey : 0,
+	       (unsigned long long)raddr, (unsigned long long)base, MR_LEN, len);
+
+	if (variant->write)
+		write_must_fail(_metadata, &self->p, &self->cbuf, &self->note,
+				raddr, rkey, len, self->area, AREA,
+				self->s_area);
+	else
+		read_must_fail(_metadata, &self->p, &self->cbuf,
+			       4096 + RU_GUARD, self->s_client, raddr, rkey,
+			       len);
+	/* a read must not have changed the area either */
+	RU_EXPECT_PATTERN(self->area, AREA, self->s_area, "server area");
+}
+
+/* ---- QPs without a send queue (max_send_wr = 0) -------------------------- */
+
+/*
+ * [upstream-bug] upstream siw refuses max_send_wr == 0 with EINVAL. A
+ * receive-only QP must be creatable, connect, receive Sends, serve inbound
+ * RDMA Write/Read, and refuse posted sends with an errno at post time.
+ */
+FIXTURE(sq0) {
+	struct ru_pair p;
+	struct ru_ep *ro;	/* the receive-only end */
+	struct ru_ep *peer;	/* a normal end */
+	struct ru_buf robuf, peerbuf;
+	uint64_t seed;
+};
+
+FIXTURE_VARIANT(sq0) {
+	int initiator;		/* the receive-only QP is the active side */
+	uint32_t max_send_sge;
+};
+
+FIXTURE_VARIANT_ADD(sq0, responder_sge0) { .initiator = 0, .max_send_sge = 0 };
+FIXTURE_VARIANT_ADD(sq0, responder_sge1) { .initiator = 0, .max_send_sge = 1 };
+FIXTURE_VARIANT_ADD(sq0, initiator_sge1) { .initiator = 1, .max_send_sge = 1 };
+
+#define SQ0_BUF	(64 * 1024)
+
+FIXTURE_SETUP(sq0)
+{
+	struct ru_caps ro, normal;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+
+	self->seed = ru_random_seed();
+	ru_caps_default(&ro);
+	ru_caps_default(&normal);
+	ro.max_send_wr = 0;
+	ro.max_send_sge = variant->max_send_sge;
+	if (variant->initiator) {
+		RU_ASSERT_OK(ru_pair_open(&self->p, &ro, &normal));
+		self->ro = &self->p.cli;
+		self->peer = &self->p.srv;
+	} else {
+		RU_ASSERT_OK(ru_pair_open(&self->p, &normal, &ro));
+		self->ro = &self->p.srv;
+		self->peer = &self->p.cli;
+	}
+	memset(&qa, 0, sizeof(qa));
+	if (!ibv_query_qp(self->ro->qp, &qa, IBV_QP_CAP, &qia))
+		printf("# receive-only QP: max_send_wr %u max_send_sge %u "
+		       "max_recv_wr %u\n", qa.cap.max_send_wr,
+		       qa.cap.max_send_sge, qa.cap.max_recv_wr);
+	RU_ASSERT_OK(ru_buf_alloc(&self->robuf, self->ro->pd, SQ0_BUF, ACC_ALL));
+	RU_ASSERT_OK(ru_buf_alloc(&self->peerbuf, self->peer->pd, SQ0_BUF,
+				  ACC_ALL));
+}
+
+FIXTURE_TEARDOWN(sq0)
+{
+	ru_buf_free(&self->robuf);
+	ru_buf_free(&self->peerbuf);
+	ru_pair_close(&self->p);
+}
+
+static const size_t sq0_sizes[] = { 0, 1, 4097, 65536 };
+
+TEST_F(sq0, receives_sends)
+{
+	const int n = sizeof(sq0_sizes) / sizeof(sq0_sizes[0]);
+	struct ibv_wc wc;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		ru_fill(self->peerbuf.addr, sq0_sizes[i], self->seed + i);
+		ru_fill(self->robuf.addr, SQ0_BUF, ~self->seed);
+		RU_ASSERT_OK(ru_post_recv(self->ro, &self->robuf, 0, SQ0_BUF, i));
+		RU_ASSERT_OK(ru_post_send(self->peer, IBV_WR_SEND, &self->peerbuf,
+					  0, sq0_sizes[i], 0, 0, 100 + i,
+					  IBV_SEND_SIGNALED));
+		RU_ASSERT_WC_OK(self->peer->scq, 100 + i, &wc);
+		RU_ASSERT_WC_OK(self->ro->rcq, i, &wc);
+		ASSERT_EQ(sq0_sizes[i], wc.byte_len);
+		RU_ASSERT_PATTERN(self->robuf.addr, sq0_sizes[i], self->seed + i,
+				  "received data");
+	}
+}
+
+TEST_F(sq0, post_send_fails)
+{
+	struct ibv_wc wc;
+	int rc;
+
+	rc = ru_post_send_raw(self->ro, IBV_WR_SEND, &self->robuf, 0, 16, 0, 0,
+			      1, IBV_SEND_SIGNALED);
+	printf("# ibv_post_send on the receive-only QP returned %d (%s)\n", rc,
+	       strerror(rc < 0 ? -rc : rc));
+	ASSERT_NE(0, rc);
+	if (rc < 0) {
+		printf("# note: provider returned a negative errno\n");
+		rc = -rc;
+	}
+	ASSERT_TRUE(rc == ENOMEM || rc == EINVAL)
+		TH_LOG("errno %d, expected ENOMEM or EINVAL", rc);
+	/* nothing may complete for it */
+	ASSERT_EQ(0, ru_poll(self->ro->scq, &wc, 500))
+		TH_LOG("a completion appeared for a refused send");
+	/* and the QP still works */
+	ru_fill(self->peerbuf.addr, 100, self->seed);
+	RU_ASSERT_OK(ru_post_recv(self->ro, &self->robuf, 0, SQ0_BUF, 5));
+	RU_ASSERT_OK(ru_post_send(self->peer, IBV_WR_SEND, &self->peerbuf, 0,
+				  100, 0, 0, 6, IBV_SEND_SIGNALED));
+	RU_ASSERT_WC_OK(self->peer->scq, 6, &wc);
+	RU_ASSERT_WC_OK(self->ro->rcq, 5, &wc);
+	RU_ASSERT_PATTERN(self->robuf.addr, 100, self->seed, "received data");
+	ASSERT_EQ(IBV_QPS_RTS, ru_qp_state(self->ro->qp));
+}
+
+/* Inbound RDMA Write and Read need no send queue on the target. */
+TEST_F(sq0, serves_rdma)
+{
+	struct ibv_wc wc;
+
+	ru_fill(self->peerbuf.addr, SQ0_BUF, self->seed);
+	RU_ASSERT_OK(ru_post_recv(self->ro, &self->robuf, SQ0_BUF - 64, 64, 1));
+	RU_ASSERT_OK(ru_post_send(self->peer, IBV_WR_RDMA_WRITE, &self->peerbuf,
+				  0, SQ0_BUF / 2, (uintptr_t)self->robuf.addr,
+				  self->robuf.mr->rkey, 2, IBV_SEND_SIGNALED));
+	RU_ASSERT_OK(ru_post_send(self->peer, IBV_WR_SEND, &self->peerbuf, 0, 0,
+				  0, 0, 3, IBV_SEND_SIGNALED));
+	RU_ASSERT_WC_OK(self->peer->scq, 2, &wc);
+	RU_ASSERT_WC_OK(self->peer->scq, 3, &wc);
+	RU_ASSERT_WC_OK(self->ro->rcq, 1, &wc);
+	RU_ASSERT_PATTERN(self->robuf.addr, SQ0_BUF / 2, self->seed,
+			  "written data");
+	/* read it back */
+	memset(self->peerbuf.addr, 0, SQ0_BUF);
+	RU_ASSERT_OK(ru_post_send(self->peer, IBV_WR_RDMA_READ, &self->peerbuf,
+				  0, SQ0_BUF / 2, (uintptr_t)self->robuf.addr,
+				  self->robuf.mr->rkey, 4, IBV_SEND_SIGNALED));
+	RU_ASSERT_WC_OK(self->peer->scq, 4, &wc);
+	RU_ASSERT_PATTERN(self->peerbuf.addr, SQ0_BUF / 2, self->seed,
+			  "read data");
+}
+
+TEST_HARNESS_MAIN

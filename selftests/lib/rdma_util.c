@@ -1,0 +1,842 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rdma_util - helper library for the siwx selftests. See rdma_util.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "rdma_util.h"
+
+static __thread char ru_err[512];
+
+const char *ru_errmsg(void)
+{
+	return ru_err[0] ? ru_err : "no error recorded";
+}
+
+__attribute__((format(printf, 2, 3)))
+static int ru_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ru_err, sizeof(ru_err), fmt, ap);
+	va_end(ap);
+	if (code > 0)
+		code = -code;
+	return code ? code : -EIO;
+}
+
+const char *ru_env(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return (v && *v) ? v : dflt;
+}
+
+const char *ru_addr0(void)
+{
+	return ru_env("SIWX_ADDR0", RU_DEFAULT_ADDR0);
+}
+
+const char *ru_addr1(void)
+{
+	return ru_env("SIWX_ADDR1", RU_DEFAULT_ADDR1);
+}
+
+long ru_env_long(const char *name, long dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	long r;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	r = strtol(v, &end, 0);
+	if (errno || *end)
+		return dflt;
+	return r;
+}
+
+static int lib_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	FILE *out = data;
+	const char *n = info->dlpi_name;
+
+	(void)size;
+	if (n && (strstr(n, "libibverbs") || strstr(n, "librdmacm") ||
+		  strstr(n, "libsiw")))
+		fprintf(out, "# loaded: %s\n", n);
+	return 0;
+}
+
+void ru_print_lib_info(FILE *out)
+{
+	dl_iterate_phdr(lib_cb, out);
+	fflush(out);
+}
+
+uint64_t ru_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void ru_sleep_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- patterns ----------------------------------------------------------- */
+
+static inline uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static inline uint8_t pattern_byte(uint64_t seed, size_t i)
+{
+	uint64_t w = splitmix64(seed ^ ((uint64_t)(i / 8) * 0xd1342543de82ef95ull));
+
+	return (uint8_t)(w >> ((i % 8) * 8));
+}
+
+uint64_t ru_random_seed(void)
+{
+	const char *s = getenv("SIWX_SEED");
+	uint64_t seed;
+
+	if (s && *s)
+		return strtoull(s, NULL, 0);
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = ru_now_ms() ^ ((uint64_t)getpid() << 32);
+	return seed;
+}
+
+void ru_fill(void *p, size_t n, uint64_t seed)
+{
+	uint8_t *b = p;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w = splitmix64(seed ^ ((uint64_t)(i / 8) *
+						0xd1342543de82ef95ull));
+		memcpy(b + i, &w, 8);	/* little-endian == pattern_byte() */
+	}
+	for (; i < n; i++)
+		b[i] = pattern_byte(seed, i);
+}
+
+long ru_check(const void *p, size_t n, uint64_t seed)
+{
+	const uint8_t *b = p;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w = splitmix64(seed ^ ((uint64_t)(i / 8) *
+						0xd1342543de82ef95ull));
+		if (memcmp(b + i, &w, 8))
+			break;
+	}
+	for (; i < n; i++)
+		if (b[i] != pattern_byte(seed, i))
+			return (long)i;
+	return -1;
+}
+
+/* ---- CM events ---------------------------------------------------------- */
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static struct rdma_event_channel *new_channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (!ch)
+		return NULL;
+	if (set_nonblock(ch->fd)) {
+		rdma_destroy_event_channel(ch);
+		return NULL;
+	}
+	return ch;
+}
+
+int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
+		    enum rdma_cm_event_type *type, int *status,
+		    struct rdma_cm_id **id_out)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+	struct rdma_cm_event *ev;
+
+	for (;;) {
+		if (rdma_get_cm_event(ch, &ev) == 0) {
+			*type = ev->event;
+			if (status)
+				*status = ev->status;
+			if (id_out)
+				*id_out = ev->id;
+			rdma_ack_cm_event(ev);
+			return 0;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return ru_fail(errno, "rdma_get_cm_event: %s",
+				       strerror(errno));
+		uint64_t now = ru_now_ms();
+
+		if (now >= deadline)
+			return ru_fail(ETIMEDOUT,
+				       "no CM event within %d ms", timeout_ms);
+
+		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		int left = (int)(deadline - now);
+
+		if (poll(&pfd, 1, left) < 0 && errno != EINTR)
+			return ru_fail(errno, "poll: %s", strerror(errno));
+	}
+}
+
+static int wait_event(struct rdma_event_channel *ch,
+		      enum rdma_cm_event_type want, int timeout_ms,
+		      struct rdma_cm_id **id_out, struct ru_ep *e)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+	enum rdma_cm_event_type t;
+	int st, rc;
+
+	for (;;) {
+		uint64_t now = ru_now_ms();
+		int left = now >= deadline ? 0 : (int)(deadline - now);
+
+		rc = ru_get_cm_event(ch, left, &t, &st, id_out);
+		if (rc) {
+			if (rc == -ETIMEDOUT)
+				return ru_fail(ETIMEDOUT,
+					       "timed out (%d ms) waiting for %s",
+					       timeout_ms, rdma_event_str(want));
+			return rc;
+		}
+		if (t == want) {
+			if (e && want == RDMA_CM_EVENT_ESTABLISHED)
+				e->established = 1;
+			return 0;
+		}
+		if (e && t == RDMA_CM_EVENT_DISCONNECTED)
+			e->disconnected = 1;
+		switch (t) {
+		case RDMA_CM_EVENT_REJECTED:
+			return ru_fail(ECONNREFUSED, "%s (status %d) waiting for %s",
+				       rdma_event_str(t), st, rdma_event_str(want));
+		case RDMA_CM_EVENT_UNREACHABLE:
+			return ru_fail(EHOSTUNREACH, "%s (status %d) waiting for %s",
+				       rdma_event_str(t), st, rdma_event_str(want));
+		case RDMA_CM_EVENT_ADDR_ERROR:
+		case RDMA_CM_EVENT_ROUTE_ERROR:
+			return ru_fail(EADDRNOTAVAIL, "%s (status %d) waiting for %s",
+				       rdma_event_str(t), st, rdma_event_str(want));
+		case RDMA_CM_EVENT_CONNECT_ERROR:
+		case RDMA_CM_EVENT_DISCONNECTED:
+		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			return ru_fail(ECONNABORTED, "%s (status %d) waiting for %s",
+				       rdma_event_str(t), st, rdma_event_str(want));
+		default:
+			/* e.g. ADDR_CHANGE, TIMEWAIT_EXIT: keep waiting */
+			break;
+		}
+	}
+}
+
+void ru_ep_pump_events(struct ru_ep *e)
+{
+	enum rdma_cm_event_type t;
+
+	if (!e->ch)
+		return;
+	while (ru_get_cm_event(e->ch, 0, &t, NULL, NULL) == 0) {
+		if (t == RDMA_CM_EVENT_DISCONNECTED)
+			e->disconnected = 1;
+		if (t == RDMA_CM_EVENT_ESTABLISHED)
+			e->established = 1;
+	}
+}
+
+/* ---- resources ---------------------------------------------------------- */
+
+void ru_caps_default(struct ru_caps *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_send_wr = 64;
+	c->max_recv_wr = 64;
+	c->max_send_sge = 1;
+	c->max_recv_sge = 1;
+	c->max_inline = 0;
+	c->initiator_depth = 16;
+	c->responder_resources = 16;
+}
+
+static int parse_addr(const char *s, uint16_t port, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo *res;
+	char pbuf[8];
+	int rc;
+
+	snprintf(pbuf, sizeof(pbuf), "%u", port);
+	rc = getaddrinfo(s, pbuf, &hints, &res);
+	if (rc)
+		return ru_fail(EINVAL, "bad address '%s': %s", s,
+			       gai_strerror(rc));
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
+{
+	struct ibv_qp_init_attr qa;
+	int scq_depth, rcq_depth;
+
+	e->pd = ibv_alloc_pd(e->id->verbs);
+	if (!e->pd)
+		return ru_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
+	scq_depth = caps->cq_depth ? caps->cq_depth : (int)caps->max_send_wr + 8;
+	rcq_depth = caps->cq_depth ? caps->cq_depth : (int)caps->max_recv_wr + 8;
+	e->scq = ibv_create_cq(e->id->verbs, scq_depth, NULL, NULL, 0);
+	if (!e->scq)
+		return ru_fail(errno, "ibv_create_cq(%d): %s", scq_depth,
+			       strerror(errno));
+	e->rcq = ibv_create_cq(e->id->verbs, rcq_depth, NULL, NULL, 0);
+	if (!e->rcq)
+		return ru_fail(errno, "ibv_create_cq(%d): %s", rcq_depth,
+			       strerror(errno));
+
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_RC;
+	qa.send_cq = e->scq;
+	qa.recv_cq = e->rcq;
+	qa.cap.max_send_wr = caps->max_send_wr;
+	qa.cap.max_recv_wr = caps->max_recv_wr;
+	qa.cap.max_send_sge = caps->max_send_sge;
+	qa.cap.max_recv_sge = caps->max_recv_sge;
+	qa.cap.max_inline_data = caps->max_inline;
+	qa.sq_sig_all = 0;
+	if (rdma_create_qp(e->id, e->pd, &qa)) {
+		int err = errno;
+
+		return ru_fail(err, "rdma_create_qp(max_send_wr=%u max_recv_wr=%u "
+			       "max_send_sge=%u max_recv_sge=%u): %s",
+			       caps->max_send_wr, caps->max_recv_wr,
+			       caps->max_send_sge, caps->max_recv_sge,
+			       strerror(err));
+	}
+	e->qp = e->id->qp;
+	if (caps->on_qp) {
+		int rc = caps->on_qp(e, caps->on_qp_arg);
+
+		if (rc)
+			return rc < 0 ? rc : -rc;
+	}
+	return 0;
+}
+
+static void conn_param(struct rdma_conn_param *p, const struct ru_caps *caps)
+{
+	memset(p, 0, sizeof(*p));
+	p->initiator_depth = caps->initiator_depth;
+	p->responder_resources = caps->responder_resources;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+int ru_listen(struct ru_listener *l, const char *addr, uint16_t port,
+	      int backlog)
+{
+	struct sockaddr_storage ss;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	rc = parse_addr(addr, port, &ss);
+	if (rc)
+		return rc;
+	l->ch = new_channel();
+	if (!l->ch)
+		return ru_fail(errno, "rdma_create_event_channel: %s",
+			       strerror(errno));
+	if (rdma_create_id(l->ch, &l->id, NULL, RDMA_PS_TCP))
+		return ru_fail(errno, "rdma_create_id: %s", strerror(errno));
+	if (rdma_bind_addr(l->id, (struct sockaddr *)&ss))
+		return ru_fail(errno, "rdma_bind_addr(%s:%u): %s", addr, port,
+			       strerror(errno));
+	if (rdma_listen(l->id, backlog))
+		return ru_fail(errno, "rdma_listen(%s:%u): %s", addr, port,
+			       strerror(errno));
+	l->port = ntohs(rdma_get_src_port(l->id));
+	return 0;
+}
+
+void ru_listener_close(struct ru_listener *l)
+{
+	if (l->id)
+		rdma_destroy_id(l->id);
+	if (l->ch)
+		rdma_destroy_event_channel(l->ch);
+	memset(l, 0, sizeof(*l));
+}
+
+int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
+		    uint16_t port, const struct ru_caps *caps, int timeout_ms)
+{
+	struct sockaddr_storage sss, dss;
+	struct rdma_conn_param cp;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (src) {
+		rc = parse_addr(src, 0, &sss);
+		if (rc)
+			return rc;
+	}
+	rc = parse_addr(dst, port, &dss);
+	if (rc)
+		return rc;
+	c->ch = new_channel();
+	if (!c->ch)
+		return ru_fail(errno, "rdma_create_event_channel: %s",
+			       strerror(errno));
+	if (rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP))
+		return ru_fail(errno, "rdma_create_id: %s", strerror(errno));
+	if (rdma_resolve_addr(c->id, src ? (struct sockaddr *)&sss : NULL,
+			      (struct sockaddr *)&dss, timeout_ms))
+		return ru_fail(errno, "rdma_resolve_addr(%s -> %s:%u): %s",
+			       src ? src : "*", dst, port, strerror(errno));
+	rc = wait_event(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms + 1000,
+			NULL, NULL);
+	if (rc)
+		return rc;
+	if (rdma_resolve_route(c->id, timeout_ms))
+		return ru_fail(errno, "rdma_resolve_route: %s", strerror(errno));
+	rc = wait_event(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms + 1000,
+			NULL, NULL);
+	if (rc)
+		return rc;
+	rc = ep_create_qp(c, caps);
+	if (rc)
+		return rc;
+	conn_param(&cp, caps);
+	if (rdma_connect(c->id, &cp))
+		return ru_fail(errno, "rdma_connect(%s:%u): %s", dst, port,
+			       strerror(errno));
+	return 0;
+}
+
+int ru_client_finish(struct ru_ep *c, int timeout_ms)
+{
+	return ru_ep_wait_established(c, timeout_ms);
+}
+
+int ru_ep_wait_established(struct ru_ep *e, int timeout_ms)
+{
+	if (e->established)
+		return 0;
+	return wait_event(e->ch, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, NULL, e);
+}
+
+int ru_connect(struct ru_ep *c, const char *src, const char *dst,
+	       uint16_t port, const struct ru_caps *caps, int retry_ms)
+{
+	uint64_t t0 = ru_now_ms(), deadline = t0 + (uint64_t)retry_ms;
+	char hist[sizeof(ru_err)] = "";
+	size_t hl = 0;
+	int rc, tries = 0;
+
+	for (;;) {
+		tries++;
+		rc = ru_client_start(c, src, dst, port, caps, 5000);
+		if (!rc)
+			rc = ru_client_finish(c, RU_TIMEOUT_MS);
+		if (!rc)
+			return 0;
+		ru_ep_close(c);
+		/* keep the first attempts' reasons: "[+0.0s] reason" */
+		if (hl < sizeof(hist) - 80)
+			hl += snprintf(hist + hl, sizeof(hist) - hl,
+				       "%s[+%.1fs] %.120s", hl ? "; " : "",
+				       (ru_now_ms() - t0) / 1000.0, ru_err);
+		if (rc != -ECONNREFUSED && rc != -EHOSTUNREACH &&
+		    rc != -EADDRNOTAVAIL && rc != -ECONNABORTED &&
+		    rc != -ETIMEDOUT && rc != -ENODEV && rc != -ENETUNREACH)
+			return rc;
+		if (ru_now_ms() >= deadline) {
+			char last[sizeof(ru_err)];
+
+			snprintf(last, sizeof(last), "%s", ru_err);
+			return ru_fail(rc, "gave up after %d tries in %.1fs; last: "
+				       "%.160s; history: %s", tries,
+				       (ru_now_ms() - t0) / 1000.0, last, hist);
+		}
+		ru_sleep_us(500000);
+	}
+}
+
+int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
+		    const struct ru_caps *caps, int timeout_ms)
+{
+	struct rdma_conn_param cp;
+	struct rdma_cm_id *id = NULL;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = wait_event(l->ch, RDMA_CM_EVENT_CONNECT_REQUEST, timeout_ms, &id,
+			NULL);
+	if (rc)
+		return rc;
+	s->id = id;
+	s->ch = new_channel();
+	if (!s->ch)
+		return ru_fail(errno, "rdma_create_event_channel: %s",
+			       strerror(errno));
+	if (rdma_migrate_id(id, s->ch))
+		return ru_fail(errno, "rdma_migrate_id: %s", strerror(errno));
+	rc = ep_create_qp(s, caps);
+	if (rc) {
+		rdma_reject(id, NULL, 0);
+		return rc;
+	}
+	conn_param(&cp, caps);
+	if (rdma_accept(id, &cp))
+		return ru_fail(errno, "rdma_accept: %s", strerror(errno));
+	return 0;
+}
+
+int ru_accept(struct ru_listener *l, struct ru_ep *s,
+	      const struct ru_caps *caps, int timeout_ms)
+{
+	int rc = ru_accept_start(l, s, caps, timeout_ms);
+
+	if (rc)
+		return rc;
+	return ru_ep_wait_established(s, timeout_ms);
+}
+
+void ru_ep_disconnect(struct ru_ep *e)
+{
+	if (e->id)
+		rdma_disconnect(e->id);
+}
+
+int ru_ep_wait_disconnected(struct ru_ep *e, int timeout_ms)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+	enum rdma_cm_event_type t;
+
+	while (!e->disconnected) {
+		uint64_t now = ru_now_ms();
+
+		if (now >= deadline)
+			return ru_fail(ETIMEDOUT,
+				       "no DISCONNECTED event within %d ms",
+				       timeout_ms);
+		if (ru_get_cm_event(e->ch, (int)(deadline - now), &t, NULL,
+				    NULL))
+			continue;
+		if (t == RDMA_CM_EVENT_DISCONNECTED)
+			e->disconnected = 1;
+	}
+	return 0;
+}
+
+void ru_ep_close(struct ru_ep *e)
+{
+	if (e->id && e->qp)
+		rdma_destroy_qp(e->id);
+	e->qp = NULL;
+	if (e->scq)
+		ibv_destroy_cq(e->scq);
+	if (e->rcq)
+		ibv_destroy_cq(e->rcq);
+	if (e->pd)
+		ibv_dealloc_pd(e->pd);
+	if (e->id)
+		rdma_destroy_id(e->id);
+	if (e->ch)
+		rdma_destroy_event_channel(e->ch);
+	memset(e, 0, sizeof(*e));
+}
+
+int ru_pair_open_on(struct ru_listener *l, struct ru_ep *cli,
+		    struct ru_ep *srv, const struct ru_caps *ccaps,
+		    const struct ru_caps *scaps)
+{
+	int rc;
+
+	rc = ru_client_start(cli, ru_addr1(), ru_addr0(), l->port, ccaps,
+			     RU_TIMEOUT_MS);
+	if (rc)
+		return rc;
+	rc = ru_accept(l, srv, scaps, RU_TIMEOUT_MS);
+	if (rc)
+		return rc;
+	return ru_client_finish(cli, RU_TIMEOUT_MS);
+}
+
+int ru_pair_open(struct ru_pair *p, const struct ru_caps *ccaps,
+		 const struct ru_caps *scaps)
+{
+	struct ru_caps def;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	ru_caps_default(&def);
+	rc = ru_listen(&p->l, ru_addr0(), 0, 16);
+	if (rc)
+		return rc;
+	return ru_pair_open_on(&p->l, &p->cli, &p->srv, ccaps ? ccaps : &def,
+			       scaps ? scaps : &def);
+}
+
+void ru_pair_close(struct ru_pair *p)
+{
+	ru_ep_close(&p->cli);
+	ru_ep_close(&p->srv);
+	ru_listener_close(&p->l);
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+int ru_buf_alloc(struct ru_buf *b, struct ibv_pd *pd, size_t len, int access)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t alloc = (len + RU_GUARD + (size_t)pg - 1) & ~((size_t)pg - 1);
+	void *p;
+
+	memset(b, 0, sizeof(*b));
+	if (posix_memalign(&p, (size_t)pg, alloc))
+		return ru_fail(ENOMEM, "posix_memalign(%zu) failed", alloc);
+	memset(p, 0, alloc);
+	b->addr = p;
+	b->len = len;
+	b->alloc = alloc;
+	b->mr = ibv_reg_mr(pd, p, len + RU_GUARD, access);
+	if (!b->mr) {
+		int err = errno;
+
+		free(p);
+		b->addr = NULL;
+		return ru_fail(err, "ibv_reg_mr(%zu, access 0x%x): %s",
+			       len + RU_GUARD, access, strerror(err));
+	}
+	return 0;
+}
+
+void ru_buf_free(struct ru_buf *b)
+{
+	if (b->mr)
+		ibv_dereg_mr(b->mr);
+	free(b->addr);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---- work requests ------------------------------------------------------ */
+
+int ru_post_send_raw(struct ru_ep *e, enum ibv_wr_opcode op,
+		     const struct ru_buf *b, size_t off, size_t len,
+		     uint64_t raddr, uint32_t rkey, uint64_t wr_id, int flags)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+
+	memset(&wr, 0, sizeof(wr));
+	memset(&sge, 0, sizeof(sge));
+	sge.addr = (uintptr_t)(b->addr + off);
+	sge.length = (uint32_t)len;
+	sge.lkey = b->mr->lkey;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = flags;
+	if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_READ) {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(e->qp, &wr, &bad);
+}
+
+int ru_post_send(struct ru_ep *e, enum ibv_wr_opcode op,
+		 const struct ru_buf *b, size_t off, size_t len,
+		 uint64_t raddr, uint32_t rkey, uint64_t wr_id, int flags)
+{
+	int rc = ru_post_send_raw(e, op, b, off, len, raddr, rkey, wr_id,
+				  flags);
+
+	if (rc)
+		return ru_fail(rc < 0 ? -rc : rc, "ibv_post_send(opcode %d, len %zu): %d (%s)",
+			       op, len, rc, strerror(rc < 0 ? -rc : rc));
+	return 0;
+}
+
+int ru_post_recv(struct ru_ep *e, const struct ru_buf *b, size_t off,
+		 size_t len, uint64_t wr_id)
+{
+	struct ibv_recv_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uintptr_t)(b->addr + off);
+	sge.length = (uint32_t)len;
+	sge.lkey = b->mr->lkey;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;	/* libsiw rejects num_sge == 0 on receives */
+	rc = ibv_post_recv(e->qp, &wr, &bad);
+	if (rc)
+		return ru_fail(rc < 0 ? -rc : rc, "ibv_post_recv(len %zu): %d (%s)",
+			       len, rc, strerror(rc < 0 ? -rc : rc));
+	return 0;
+}
+
+int ru_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+	unsigned int spins = 0;
+
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			return ru_fail(EIO, "ibv_poll_cq: %d", n);
+		if (n == 1)
+			return 1;
+		if (ru_now_ms() >= deadline) {
+			ru_fail(ETIMEDOUT, "no completion within %d ms",
+				timeout_ms);
+			return 0;
+		}
+		if (++spins > 64)
+			ru_sleep_us(200);
+	}
+}
+
+int ru_poll_n(struct ibv_cq *cq, struct ibv_wc *wcs, int n, int timeout_ms)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+	int got = 0;
+
+	while (got < n) {
+		uint64_t now = ru_now_ms();
+		int rc;
+
+		if (now >= deadline)
+			break;
+		rc = ru_poll(cq, &wcs[got], (int)(deadline - now));
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			break;
+		got++;
+	}
+	if (got < n)
+		ru_fail(ETIMEDOUT, "only %d of %d completions within %d ms",
+			got, n, timeout_ms);
+	return got;
+}
+
+int ru_expect_success(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *wc,
+		      int timeout_ms)
+{
+	struct ibv_wc tmp;
+	int rc;
+
+	if (!wc)
+		wc = &tmp;
+	rc = ru_poll(cq, wc, timeout_ms);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return -ETIMEDOUT;
+	if (wc->status != IBV_WC_SUCCESS)
+		return ru_fail(EIO, "wr_id %llu completed with status %d (%s), "
+			       "vendor_err 0x%x",
+			       (unsigned long long)wc->wr_id, wc->status,
+			       ibv_wc_status_str(wc->status), wc->vendor_err);
+	if (wc->wr_id != wr_id)
+		return ru_fail(EPROTO, "expected wr_id %llu, got %llu",
+			       (unsigned long long)wr_id,
+			       (unsigned long long)wc->wr_id);
+	return 0;
+}
+
+int ru_qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	rc = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	if (rc)
+		return ru_fail(rc, "ibv_query_qp: %d", rc);
+	return a.qp_state;
+}
+
+int ru_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state state,
+		     int timeout_ms)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+	int s;
+
+	for (;;) {
+		s = ru_qp_state(qp);
+		if (s == (int)state)
+			return 0;
+		if (ru_now_ms() >= deadline)
+			return ru_fail(ETIMEDOUT,
+				       "QP state %s, not %s after %d ms",
+				       ru_qp_state_str(s),
+				       ru_qp_state_str(state), timeout_ms);
+		ru_sleep_us(5000);
+	}
+}
+
+const char *ru_qp_state_str(int s)
+{
+	switch (s) {
+	case IBV_QPS_RESET: return "RESET";
+	case IBV_QPS_INIT: return "INIT";
+	case IBV_QPS_RTR: return "RTR";
+	case IBV_QPS_RTS: return "RTS";
+	case IBV_QPS_SQD: return "SQD";
+	case IBV_QPS_SQE: return "SQE";
+	case IBV_QPS_ERR: return "ERR";
+	default: return s < 0 ? "query-failed" : "unknown";
+	}
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rdma_util - small helper library for the siwx selftests.
+ *
+ * Everything connects through librdmacm (iWARP cannot connect QPs by hand),
+ * every wait is bounded, and nothing here aborts: functions return 0 on
+ * success and a negative errno-style value on failure, with a message in
+ * ru_errmsg() describing the last failure of the calling thread.
+ *
+ * Only verbs/rdmacm APIs that exist in rdma-core 44 (Debian 12's stock
+ * build) are used, so the same sources build against both rdma-core 44
+ * and 56.
+ */
+#ifndef SIWX_RDMA_UTIL_H
+#define SIWX_RDMA_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define RU_TIMEOUT_MS		15000	/* default bound of any single wait */
+#define RU_GUARD		64	/* canary bytes after every payload */
+
+#define RU_DEFAULT_ADDR0	"192.168.77.1"
+#define RU_DEFAULT_ADDR1	"192.168.77.2"
+
+/* Last error of the calling thread, human readable. */
+const char *ru_errmsg(void);
+
+/* Environment helpers (SIWX_* variables set by the VM harness). */
+const char *ru_env(const char *name, const char *dflt);
+const char *ru_addr0(void);	/* SIWX_ADDR0: server side (siw0) */
+const char *ru_addr1(void);	/* SIWX_ADDR1: client side (siw1) */
+/* Integer environment variable, dflt when unset or unparsable. */
+long ru_env_long(const char *name, long dflt);
+
+/* Print (as TAP comments) which libibverbs/librdmacm the process uses. */
+void ru_print_lib_info(FILE *out);
+
+/* Monotonic milliseconds. */
+uint64_t ru_now_ms(void);
+
+/* ---- data patterns ---------------------------------------------------- */
+
+/* A seed from the environment (SIWX_SEED) or fresh randomness. */
+uint64_t ru_random_seed(void);
+/* Fill n bytes with the pseudo-random stream of seed. */
+void ru_fill(void *p, size_t n, uint64_t seed);
+/* Index of the first byte differing from the stream of seed, or -1. */
+long ru_check(const void *p, size_t n, uint64_t seed);
+
+/* ---- connection resources --------------------------------------------- */
+
+struct ru_ep;
+
+struct ru_caps {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline;
+	uint8_t initiator_depth;	/* outbound RDMA Reads in flight */
+	uint8_t responder_resources;	/* inbound RDMA Reads served */
+	int cq_depth;			/* 0: derived from the WR counts */
+	/*
+	 * Called right after the QP is created, before rdma_connect() or
+	 * rdma_accept(): the place to post receives that must be there
+	 * before the peer can send. Non-zero return aborts the connect.
+	 */
+	int (*on_qp)(struct ru_ep *e, void *arg);
+	void *on_qp_arg;
+};
+
+void ru_caps_default(struct ru_caps *c);
+
+/* One end of a connection. */
+struct ru_ep {
+	struct rdma_event_channel *ch;	/* own channel (migrated on accept) */
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq;
+	struct ibv_cq *rcq;
+	struct ibv_qp *qp;
+	int established;
+	int disconnected;		/* DISCONNECTED event seen */
+};
+
+struct ru_listener {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	uint16_t port;			/* host order */
+};
+
+/* Listen on addr:port (port 0: pick a free one, see l->port). */
+int ru_listen(struct ru_listener *l, const char *addr, uint16_t port,
+	      int backlog);
+void ru_listener_close(struct ru_listener *l);
+
+/*
+ * Client, in two halves so that one thread can drive both ends:
+ * ru_client_start() resolves, creates PD/CQs/QP and sends the connect
+ * request; ru_client_finish() waits for ESTABLISHED.
+ * src may be NULL (let the kernel choose).
+ */
+int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
+		    uint16_t port, const struct ru_caps *caps, int timeout_ms);
+int ru_client_finish(struct ru_ep *c, int timeout_ms);
+
+/*
+ * Blocking client connect that retries (server not up yet, connection
+ * refused, unreachable) until retry_ms have passed.
+ */
+int ru_connect(struct ru_ep *c, const char *src, const char *dst,
+	       uint16_t port, const struct ru_caps *caps, int retry_ms);
+
+/*
+ * Server: wait for one connect request on l, create PD/CQs/QP with caps
+ * on the requested device, accept, wait for ESTABLISHED.
+ * With establish_wait == 0 it returns right after rdma_accept() and the
+ * caller finishes with ru_ep_wait_established().
+ */
+int ru_accept(struct ru_listener *l, struct ru_ep *s,
+	      const struct ru_caps *caps, int timeout_ms);
+int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
+		    const struct ru_caps *caps, int timeout_ms);
+int ru_ep_wait_established(struct ru_ep *e, int timeout_ms);
+
+/* rdma_disconnect() (errors ignored) */
+void ru_ep_disconnect(struct ru_ep *e);
+/* Wait for the DISCONNECTED event on e (0 if seen). */
+int ru_ep_wait_disconnected(struct ru_ep *e, int timeout_ms);
+/* Destroy everything (safe on a zeroed or half-built ep). */
+void ru_ep_close(struct ru_ep *e);
+
+/* Both ends in one process: client on src, server listener on dst. */
+struct ru_pair {
+	struct ru_listener l;
+	struct ru_ep cli;
+	struct ru_ep srv;
+};
+
+int ru_pair_open(struct ru_pair *p, const struct ru_caps *ccaps,
+		 const struct ru_caps *scaps);
+/* Several pairs sharing one listener. */
+int ru_pair_open_on(struct ru_listener *l, struct ru_ep *cli,
+		    struct ru_ep *srv, const struct ru_caps *ccaps,
+		    const struct ru_caps *scaps);
+void ru_pair_close(struct ru_pair *p);
+
+/* ---- memory ------------------------------------------------------------ */
+
+struct ru_buf {
+	uint8_t *addr;
+	size_t len;		/* payload length; RU_GUARD more are mapped */
+	size_t alloc;
+	struct ibv_mr *mr;
+};
+
+/* Page-aligned buffer of len + RU_GUARD bytes, registered with access. */
+int ru_buf_alloc(struct ru_buf *b, struct ibv_pd *pd, size_t len, int access);
+void ru_buf_free(struct ru_buf *b);
+
+/* ---- work requests ------------------------------------------------------ */
+
+/*
+ * Post one send-queue WR with a single SGE (length 0 allowed: the SGE is
+ * still passed, with length 0). raddr/rkey are ignored for Sends.
+ * Returns 0 or a negative errno (also when the provider returned the
+ * errno negated or positive).
+ */
+int ru_post_send(struct ru_ep *e, enum ibv_wr_opcode op,
+		 const struct ru_buf *b, size_t off, size_t len,
+		 uint64_t raddr, uint32_t rkey, uint64_t wr_id, int flags);
+/* Raw post: returns what ibv_post_send() returned, unchanged. */
+int ru_post_send_raw(struct ru_ep *e, enum ibv_wr_opcode op,
+		     const struct ru_buf *b, size_t off, size_t len,
+		     uint64_t raddr, uint32_t rkey, uint64_t wr_id, int flags);
+int ru_post_recv(struct ru_ep *e, const struct ru_buf *b, size_t off,
+		 size_t len, uint64_t wr_id);
+
+/*
+ * Poll one completion with a bound: 1 got one, 0 timed out, <0 poll error.
+ */
+int ru_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
+/*
+ * Poll exactly n completions (any status) within timeout_ms in total.
+ * Returns the number collected (< n on timeout) or <0 on poll error.
+ */
+int ru_poll_n(struct ibv_cq *cq, struct ibv_wc *wcs, int n, int timeout_ms);
+/* Poll one completion and require IBV_WC_SUCCESS and the given wr_id. */
+int ru_expect_success(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *wc,
+		      int timeout_ms);
+
+/* Current QP state (IBV_QPS_*) or <0. */
+int ru_qp_state(struct ibv_qp *qp);
+/* Wait until the QP reports state; 0 when reached, -ETIMEDOUT otherwise. */
+int ru_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state state,
+		     int timeout_ms);
+const char *ru_qp_state_str(int state);
+
+/*
+ * Wait for one CM event on ch (non-blocking poll with a bound).
+ * On success *ev holds a copy (private data not kept) and the event has
+ * been acked; *id_out gets event->id.
+ */
+int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
+		    enum rdma_cm_event_type *type, int *status,
+		    struct rdma_cm_id **id_out);
+/* Drain pending events of an ep's channel, updating its flags. */
+void ru_ep_pump_events(struct ru_ep *e);
+
+/* ---- a tiny control protocol over Sends (interop) ---------------------- */
+
+struct ru_msg {
+	uint32_t magic;
+	uint32_t type;
+	uint64_t addr;
+	uint64_t len;
+	uint64_t seed;
+	uint32_t rkey;
+	uint32_t status;
+};
+
+#define RU_MSG_MAGIC	0x73697778u	/* "siwx" */
+
+#endif /* SIWX_RDMA_UTIL_H */

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Glue between rdma_util and kselftest_harness.h: include this instead of
+ * kselftest_harness.h. All diagnostics go to stdout, line-buffered, so
+ * that the TAP stream keeps them in order (a test's child process leaves
+ * through _exit(), which would drop a fully buffered stdout).
+ */
+#ifndef SIWX_TEST_H
+#define SIWX_TEST_H
+
+#include <stdio.h>
+
+#ifndef TH_LOG_STREAM
+#define TH_LOG_STREAM stdout
+#endif
+#include "kselftest_harness.h"
+#include "rdma_util.h"
+
+static void __attribute__((constructor)) siwx_line_buffered(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/* ASSERT that a rdma_util call returned 0, logging ru_errmsg() if not. */
+#define RU_ASSERT_OK(expr) do {						\
+	int __ru_rc = (expr);						\
+	if (__ru_rc)							\
+		TH_LOG("%s -> %d: %s", #expr, __ru_rc, ru_errmsg());	\
+	ASSERT_EQ(0, __ru_rc);						\
+} while (0)
+
+#define RU_EXPECT_OK(expr) do {						\
+	int __ru_rc = (expr);						\
+	if (__ru_rc)							\
+		TH_LOG("%s -> %d: %s", #expr, __ru_rc, ru_errmsg());	\
+	EXPECT_EQ(0, __ru_rc);						\
+} while (0)
+
+/* ASSERT that [p, p+n) holds the pattern of seed, logging the first diff. */
+#define RU_ASSERT_PATTERN(p, n, seed, what) do {			\
+	long __ru_at = ru_check((p), (n), (seed));			\
+	if (__ru_at >= 0)						\
+		TH_LOG("%s: first mismatch at byte %ld of %zu "		\
+		       "(seed 0x%llx)", (what), __ru_at, (size_t)(n),	\
+		       (unsigned long long)(seed));			\
+	ASSERT_EQ(-1, __ru_at);						\
+} while (0)
+
+#define RU_EXPECT_PATTERN(p, n, seed, what) do {			\
+	long __ru_at = ru_check((p), (n), (seed));			\
+	if (__ru_at >= 0)						\
+		TH_LOG("%s: first mismatch at byte %ld of %zu "		\
+		       "(seed 0x%llx)", (what), __ru_at, (size_t)(n),	\
+		       (unsigned long long)(seed));			\
+	EXPECT_EQ(-1, __ru_at);						\
+} while (0)
+
+/* Poll one completion, require success and wr_id. */
+#define RU_ASSERT_WC_OK(cq, wr_id, wcp) \
+	RU_ASSERT_OK(ru_expect_success((cq), (wr_id), (wcp), RU_TIMEOUT_MS))
+
+#endif /* SIWX_TEST_H */

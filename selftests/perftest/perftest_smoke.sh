@@ -1,0 +1,75 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# perftest_smoke.sh - Debian's perftest (stock libibverbs/libsiw) over the
+# loaded siw: ib_write_bw, ib_read_lat, ib_send_bw with rdma_cm (-R).
+# TAP output. Single-VM topology: server on SIWX_ADDR0 (-d SIWX_DEV0),
+# client from SIWX_ADDR1 (-d SIWX_DEV1). Small iteration counts so that it
+# is quick under TCG; the client retries while the server is not up yet.
+#
+# Environment: SIWX_ADDR0/1, SIWX_DEV0/1, SIWX_RESULTS (logs),
+# SIWX_PERFTEST_PORT (first TCP port, default 18515).
+
+set -u
+A0=${SIWX_ADDR0:-192.168.77.1}
+A1=${SIWX_ADDR1:-192.168.77.2}
+D0=${SIWX_DEV0:-siw0}
+D1=${SIWX_DEV1:-siw1}
+OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
+PORT=${SIWX_PERFTEST_PORT:-18515}
+LIMIT=${SIWX_PERFTEST_LIMIT:-120}	# seconds per tool
+
+# name  tool  options
+CASES=(
+	"write_bw ib_write_bw -n 200 -s 65536"
+	"read_lat ib_read_lat -n 100 -s 64"
+	"send_bw  ib_send_bw  -n 200 -s 65536"
+)
+
+echo "TAP version 13"
+echo "1..${#CASES[@]}"
+
+i=0 fails=0
+for c in "${CASES[@]}"; do
+	i=$((i + 1))
+	set -- $c
+	name=$1 tool=$2; shift 2
+	if ! command -v "$tool" >/dev/null; then
+		echo "ok $i perftest.$name # SKIP $tool not installed (apt-get install perftest)"
+		continue
+	fi
+	slog=$OUT/perftest-$name-server.log
+	clog=$OUT/perftest-$name-client.log
+	t0=$(date +%s)
+	timeout "$LIMIT" "$tool" -R -F -d "$D0" -p "$PORT" "$@" >"$slog" 2>&1 &
+	spid=$!
+	sleep 3	# perftest needs a moment between server and client under TCG
+	ok=0 try=0
+	while [ $(( $(date +%s) - t0 )) -lt "$LIMIT" ]; do
+		try=$((try + 1))
+		timeout "$LIMIT" "$tool" -R -F -d "$D1" -p "$PORT" --source_ip "$A1" "$@" "$A0" \
+			>"$clog" 2>&1
+		crc=$?
+		[ "$crc" = 0 ] && { ok=1; break; }
+		# retry only while the server is waiting (connection refused etc.)
+		kill -0 "$spid" 2>/dev/null || break
+		grep -qiE "refused|unable to perform rdma_client|couldn't connect|failed to connect|rdma_connect|ADDR_ERROR|REJECTED" "$clog" || break
+		sleep 2
+	done
+	wait "$spid"
+	src=$?
+	secs=$(( $(date +%s) - t0 ))
+	summary=$(grep -E '^ *[0-9]+ +[0-9]+' "$clog" | tail -n 1 | tr -s ' ')
+	echo "# $name: client exit $crc after $try tries, server exit $src, ${secs}s"
+	[ -z "$summary" ] || echo "# $name: result line:$summary"
+	if [ "$ok" = 1 ] && [ "$src" = 0 ]; then
+		echo "ok $i perftest.$name"
+	else
+		echo "# --- client log ($clog):"; tail -n 15 "$clog" | sed 's/^/#   /'
+		echo "# --- server log ($slog):"; tail -n 15 "$slog" | sed 's/^/#   /'
+		echo "not ok $i perftest.$name"
+		fails=$((fails + 1))
+	fi
+	PORT=$((PORT + 1))
+done
+[ "$fails" = 0 ]

@@ -1,0 +1,261 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# selftests/run.sh - host-side runner of the siwx selftests (`make check`).
+#
+#   selftests/run.sh [-l|--list] [-h|--help] [SUITE...]
+#
+# Builds nothing (the Makefile does). Boots as few VMs as possible through
+# tools/vm/run:
+#   - one single-VM boot with SIWX_MODULE for every selected single-VM suite
+#     (basic, basic-stock, fixes, term_wire, perftest, identity);
+#   - for interop, two pair boots: SIWX_MODULE in VM a vs
+#     SIWX_UPSTREAM_MODULE in VM b, then swapped.
+# Collects the TAP of every suite, prints one line per test (failing tests
+# with their diagnostics) and ends with exactly one line
+#   N passed, N failed[, N skipped]
+# Exit status 0 only when nothing failed. A VM-level problem (kernel
+# WARNING/Oops/..., failed rmmod or teardown, timeout, dead guest) counts as
+# a failed test of its own ("vm.<run>.clean"); so do tests missing from a
+# truncated TAP stream.
+#
+# Environment (defaults relative to the repository):
+#   SIWX_MODULE           module under test          (build/siwx/siw.ko)
+#   SIWX_UPSTREAM_MODULE  unmodified upstream module (build/upstream/siw.ko)
+#   RDMA_PREFIX           our rdma-core prefix       (build/rdma-core/prefix)
+#   SELFTEST_DIR          build output of selftests/ (build/selftests)
+#   SIWX_RESULTS_DIR      where results go     (SELFTEST_DIR/results/<stamp>)
+#   SIWX_VM_TIMEOUT       single-VM limit, seconds (900)
+#   SIWX_PAIR_TIMEOUT     limit of each pair boot, seconds (420)
+#   SIWX_VERBOSE=1        stream the VM consoles
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+
+SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress)
+PAIR_SUITES=(interop)
+# what runs without arguments (stress is opt-in: slow, and it still finds
+# a rare upstream bug)
+DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity interop)
+
+usage() {
+	sed -n '/^#   selftests\/run.sh/,/^#   SIWX_VERBOSE/s/^# \{0,1\}//p' "$0"
+	echo
+	echo "Suites: ${SINGLE_SUITES[*]} ${PAIR_SUITES[*]}"
+	echo "Default: ${DEFAULT_SUITES[*]}"
+}
+
+SEL=()
+for a in "$@"; do
+	case $a in
+	-h|--help) usage; exit 0 ;;
+	-l|--list) printf '%s\n' "${SINGLE_SUITES[@]}" "${PAIR_SUITES[@]}"; exit 0 ;;
+	-*) echo "run.sh: unknown option $a" >&2; usage >&2; exit 2 ;;
+	*) SEL+=("$a") ;;
+	esac
+done
+[ ${#SEL[@]} -gt 0 ] || SEL=("${DEFAULT_SUITES[@]}")
+
+abs() { (cd "$(dirname "$1")" 2>/dev/null && echo "$(pwd -P)/$(basename "$1")") || echo "$1"; }
+SIWX_MODULE=$(abs "${SIWX_MODULE:-$TOP/build/siwx/siw.ko}")
+SIWX_UPSTREAM_MODULE=$(abs "${SIWX_UPSTREAM_MODULE:-$TOP/build/upstream/siw.ko}")
+RDMA_PREFIX=$(abs "${RDMA_PREFIX:-$TOP/build/rdma-core/prefix}")
+SELFTEST_DIR=$(abs "${SELFTEST_DIR:-$TOP/build/selftests}")
+STAMP=$(date +%Y%m%d-%H%M%S)
+RES=${SIWX_RESULTS_DIR:-$SELFTEST_DIR/results/$STAMP}
+VM_TIMEOUT=${SIWX_VM_TIMEOUT:-900}
+PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-420}
+VMRUN=$TOP/tools/vm/run
+KERNEL_PROBLEMS='Oops|BUG:|WARNING:|refcount_t|general protection fault|Kernel panic|KASAN:|UBSAN:|blocked for more than|stall|lockup'
+
+single=() pair=()
+for s in "${SEL[@]}"; do
+	case " ${SINGLE_SUITES[*]} " in *" $s "*) single+=("$s"); continue ;; esac
+	case " ${PAIR_SUITES[*]} " in *" $s "*) pair+=("$s"); continue ;; esac
+	echo "run.sh: unknown suite '$s' (run.sh --list)" >&2
+	exit 2
+done
+
+mkdir -p "$RES" || { echo "run.sh: cannot create $RES" >&2; exit 2; }
+RES=$(cd "$RES" && pwd -P)
+[ -n "${SIWX_RESULTS_DIR:-}" ] || ln -sfn "$STAMP" "$(dirname "$RES")/latest" 2>/dev/null
+
+PASS=0 FAIL=0 SKIP=0
+pass() { PASS=$((PASS + 1)); echo "PASS  $1"; }
+fail() { FAIL=$((FAIL + 1)); echo "FAIL  $1"; }
+skip() { SKIP=$((SKIP + 1)); echo "SKIP  $1: $2"; }
+
+# ---------------------------------------------------------------- checks
+PRE_OK=1
+precheck() {	# WHAT PATH
+	if [ ! -e "$2" ]; then
+		fail "setup.$1 ($2 missing: run 'make check' or build it first)"
+		PRE_OK=0
+	fi
+}
+precheck vm-harness "$VMRUN"
+precheck module "$SIWX_MODULE"
+for s in "${single[@]}"; do
+	case $s in
+	basic|fixes|usq|stress) precheck "bin.$s" "$SELFTEST_DIR/bin/$s" ;;
+	term_wire) precheck bin.term_peer "$SELFTEST_DIR/bin/term_peer" ;;
+	basic-stock) precheck bin.stock.basic "$SELFTEST_DIR/stock/basic" ;;
+	esac
+done
+if [ ${#pair[@]} -gt 0 ]; then
+	precheck upstream-module "$SIWX_UPSTREAM_MODULE"
+	precheck bin.interop "$SELFTEST_DIR/bin/interop"
+fi
+case $SELFTEST_DIR in
+/tmp/*) echo "run.sh: warning: SELFTEST_DIR under /tmp is not at the same path in the guest" >&2 ;;
+esac
+
+echo "siwx selftests: module $SIWX_MODULE"
+[ ${#pair[@]} -eq 0 ] || echo "siwx selftests: upstream module $SIWX_UPSTREAM_MODULE"
+echo "siwx selftests: results in $RES"
+
+# ---------------------------------------------------------------- TAP
+# tail_diag N: the last N collected diagnostic lines, indented.
+tail_diag() {
+	local n=${#diag[@]} from
+	from=$((n > $1 ? n - $1 : 0))
+	[ "$n" -gt 0 ] || return 0
+	printf '%s\n' "${diag[@]:$from}" | sed 's/^/        /'
+}
+
+# report SUITE-LABEL TAPFILE: per-test lines; diagnostics of failures.
+report() {
+	local label=$1 tap=$2 line diag=() planned=0 seen=0 name reason
+	if [ ! -s "$tap" ]; then
+		fail "$label (no TAP output)"
+		return
+	fi
+	while IFS= read -r line; do
+		case $line in
+		"1.."*)
+			planned=${line#1..}
+			planned=${planned%%[!0-9]*}
+			;;
+		"ok "*|"not ok "*)
+			seen=$((seen + 1))
+			name=${line#not }
+			name=${name#ok }
+			name=${name#* }	# drop the number
+			if [[ $line == "ok "* ]] && [[ $name == *" # SKIP"* ]]; then
+				reason=${name#* # SKIP}
+				skip "$label/${name%% # SKIP*}" "${reason# }"
+			elif [[ $line == "ok "* ]]; then
+				pass "$label/${name%% # *}"
+			else
+				fail "$label/${name%% # *}"
+				tail_diag 25
+			fi
+			diag=()
+			;;
+		"Bail out!"*)
+			fail "$label (${line})"
+			;;
+		*)
+			# harness chatter between results belongs to the next one
+			case $line in
+			"#  RUN "*|"# Starting "*|"TAP version"*) ;;
+			*) diag+=("$line") ;;
+			esac
+			;;
+		esac
+	done < "$tap"
+	if [ "$planned" -gt "$seen" ]; then
+		fail "$label: $((planned - seen)) of $planned tests did not report (crash or timeout)"
+		tail_diag 15
+	fi
+}
+
+# vm_verdict LABEL DIR RC: the VM-level result as a test of its own. The
+# guest's verdict file (written last by tools/vm/guest-run) decides: it is
+# PASS only for a clean run (no kernel problem in dmesg, teardown and rmmod
+# fine, no guest-side timeout); it is missing when the guest died or hung.
+vm_verdict() {
+	local label=$1 dir=$2 rc=$3 what=${4:-} v
+	v=$(head -n 1 "$dir/verdict" 2>/dev/null)
+	if [ "$v" = PASS ]; then
+		pass "vm.$label.clean"
+		return
+	fi
+	fail "vm.$label.clean (${what:+$what, }tools/vm/run exit $rc)"
+	if [ -s "$dir/verdict" ]; then
+		tail -n +2 "$dir/verdict" | sed 's/^/        /'
+	else
+		echo "        no verdict: the guest died, hung or timed out"
+	fi
+	if [ ! -s "$dir/problems.txt" ] && [ -s "$dir/console.log" ]; then
+		# a guest that died leaves no dmesg.txt: show the console
+		grep -E "$KERNEL_PROBLEMS" "$dir/console.log" | head -n 6 | sed 's/^/        /'
+	fi
+	if [ -s "$dir/problems.txt" ]; then
+		echo "        kernel problem lines (dmesg.txt), with the suite running then:"
+		local ln text suite
+		head -n 8 "$dir/problems.txt" | while IFS=: read -r ln text; do
+			suite=$(head -n "$ln" "$dir/dmesg.txt" | grep -o 'siwx-selftest: [^ ]* start' | tail -n 1 | cut -d' ' -f2)
+			echo "        [${suite:-before any suite}] $text"
+		done
+	fi
+}
+
+vm_opts() {
+	[ "${SIWX_VERBOSE:-0}" = 1 ] || echo --quiet
+}
+
+T_START=$(date +%s)
+guest_env="SIWX_BIN=$SELFTEST_DIR/bin SIWX_STOCK_BIN=$SELFTEST_DIR/stock"
+
+# ---------------------------------------------------------------- single VM
+if [ ${#single[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
+	dir=$RES/single
+	echo "--- single VM: ${single[*]} (module $(basename "$(dirname "$SIWX_MODULE")")/$(basename "$SIWX_MODULE"))"
+	t0=$(date +%s)
+	# shellcheck disable=SC2046
+	"$VMRUN" $(vm_opts) --module "$SIWX_MODULE" --timeout "$VM_TIMEOUT" --out "$dir" \
+		-- "$guest_env $HERE/guest.sh ${single[*]}" > "$dir.log" 2>&1
+	rc=$?
+	echo "    (${single[*]}: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
+	for s in "${single[@]}"; do
+		report "$s" "$dir/$s.tap"
+		[ -s "$dir/$s.secs" ] && echo "    ($s: $(cat "$dir/$s.secs")s)"
+	done
+	vm_verdict single "$dir" "$rc"
+fi
+
+# ---------------------------------------------------------------- pairs
+if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
+	for order in ours-upstream upstream-ours; do
+		if [ "$order" = ours-upstream ]; then
+			ma=$SIWX_MODULE mb=$SIWX_UPSTREAM_MODULE
+		else
+			ma=$SIWX_UPSTREAM_MODULE mb=$SIWX_MODULE
+		fi
+		dir=$RES/pair-$order
+		echo "--- pair $order (a: $ma, b: $mb): ${pair[*]}"
+		t0=$(date +%s)
+		cmd="$guest_env $HERE/guest.sh ${pair[*]}"
+		# shellcheck disable=SC2046
+		"$VMRUN" $(vm_opts) --pair --module "$ma" --peer-module "$mb" \
+			--timeout "$PAIR_TIMEOUT" --out "$dir" --peer-cmd "$cmd" -- "$cmd" \
+			> "$dir.log" 2>&1
+		rc=$?
+		echo "    ($order: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
+		for s in "${pair[@]}"; do
+			report "$s[$order]/a" "$dir/a/$s.tap"
+			report "$s[$order]/b" "$dir/b/$s.tap"
+		done
+		# one VM-level verdict per VM
+		vm_verdict "pair-$order.a" "$dir/a" "$rc" "VM a: ${order%-*} module"
+		vm_verdict "pair-$order.b" "$dir/b" "$rc" "VM b: ${order#*-} module"
+	done
+fi
+
+echo "siwx selftests: $(( $(date +%s) - T_START ))s; results in $RES"
+line="$PASS passed, $FAIL failed"
+[ "$SKIP" = 0 ] || line="$line, $SKIP skipped"
+echo "$line"
+[ "$FAIL" = 0 ]
