@@ -11,6 +11,8 @@
  *                with missing rights, bad rkeys, foreign PDs, out-of-bounds
  *                offsets)
  *   sq0.*        QPs created with max_send_wr = 0 [upstream-bug]
+ *   remote_invalidate_user_mr  Send with Invalidate of a directly
+ *                registered MR is refused [upstream-bug]
  *
  * The Terminate wire-encoding check lives in term_wire.sh (tshark).
  */
@@ -217,7 +219,8 @@ enum bad_kind {
 	BAD_FOREIGN_PD,	/* valid MR of another PD on the same device */
 	BAD_OOB_END,	/* runs past the end of the MR */
 	BAD_OOB_START,	/* starts before the MR */
-	BAD_OOB_HUGE,	/* offset far outside, length wraps */
+	BAD_OOB_HUGE,	/* offset far outside the MR */
+	BAD_OOB_WRAP,	/* offset + length wraps past 2^64 (patch 0003) */
 	BAD_DEREG,	/* the MR was deregistered */
 };
 
@@ -243,6 +246,7 @@ FIXTURE_VARIANT_ADD(bad, read_foreign_pd) { .kind = BAD_FOREIGN_PD, .write = 0 }
 FIXTURE_VARIANT_ADD(bad, read_oob_end) { .kind = BAD_OOB_END, .write = 0 };
 FIXTURE_VARIANT_ADD(bad, read_oob_start) { .kind = BAD_OOB_START, .write = 0 };
 FIXTURE_VARIANT_ADD(bad, read_oob_huge) { .kind = BAD_OOB_HUGE, .write = 0 };
+FIXTURE_VARIANT_ADD(bad, read_oob_wrap) { .kind = BAD_OOB_WRAP, .write = 0 };
 FIXTURE_VARIANT_ADD(bad, read_deregistered) { .kind = BAD_DEREG, .write = 0 };
 FIXTURE_VARIANT_ADD(bad, write_bad_key) { .kind = BAD_KEY, .write = 1 };
 FIXTURE_VARIANT_ADD(bad, write_bad_index) { .kind = BAD_INDEX, .write = 1 };
@@ -250,6 +254,7 @@ FIXTURE_VARIANT_ADD(bad, write_foreign_pd) { .kind = BAD_FOREIGN_PD, .write = 1 
 FIXTURE_VARIANT_ADD(bad, write_oob_end) { .kind = BAD_OOB_END, .write = 1 };
 FIXTURE_VARIANT_ADD(bad, write_oob_start) { .kind = BAD_OOB_START, .write = 1 };
 FIXTURE_VARIANT_ADD(bad, write_oob_huge) { .kind = BAD_OOB_HUGE, .write = 1 };
+FIXTURE_VARIANT_ADD(bad, write_oob_wrap) { .kind = BAD_OOB_WRAP, .write = 1 };
 FIXTURE_VARIANT_ADD(bad, write_deregistered) { .kind = BAD_DEREG, .write = 1 };
 
 #define AREA	(3 * 4096)
@@ -318,6 +323,10 @@ TEST_F_TIMEOUT(bad, access, 60)
 		break;
 	case BAD_OOB_HUGE:
 		raddr = base + (1ull << 40);
+		break;
+	case BAD_OOB_WRAP:
+		/* raddr + len wraps to a small number (patch 0003) */
+		raddr = UINT64_MAX - 15;
 		break;
 	case BAD_DEREG:
 		ASSERT_EQ(0, ibv_dereg_mr(self->mr));
@@ -481,6 +490,59 @@ TEST_F(sq0, serves_rdma)
 	RU_ASSERT_WC_OK(self->peer->scq, 4, &wc);
 	RU_ASSERT_PATTERN(self->peerbuf.addr, SQ0_BUF / 2, self->seed,
 			  "read data");
+}
+
+/* ---- remote invalidation (patch 0004) ------------------------------------ */
+
+/*
+ * [upstream-bug] A Send with Invalidate naming the rkey of an MR the
+ * server registered directly (not a fast-registration MR) must not
+ * invalidate it: the server's receive completes with an error
+ * (IBV_WC_REM_INV_REQ_ERR), never with IBV_WC_WITH_INV. Upstream siw
+ * invalidated any MR of the PD.
+ */
+TEST(remote_invalidate_user_mr)
+{
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		  IBV_ACCESS_REMOTE_READ;
+	struct ru_buf victim = {}, rbuf = {}, cbuf = {};
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ru_pair p;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+
+	RU_ASSERT_OK(ru_pair_open(&p, NULL, NULL));
+	RU_ASSERT_OK(ru_buf_alloc(&victim, p.srv.pd, 4096, acc));
+	RU_ASSERT_OK(ru_buf_alloc(&rbuf, p.srv.pd, 64, acc));
+	RU_ASSERT_OK(ru_buf_alloc(&cbuf, p.cli.pd, 64, acc));
+	RU_ASSERT_OK(ru_post_recv(&p.srv, &rbuf, 0, 64, 11));
+
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uintptr_t)cbuf.addr;
+	sge.length = 16;
+	sge.lkey = cbuf.mr->lkey;
+	wr.wr_id = 12;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = victim.mr->rkey;
+	/* libsiw (44 and 56) reads the rkey to invalidate from wr.rdma */
+	wr.wr.rdma.rkey = victim.mr->rkey;
+	ASSERT_EQ(0, ibv_post_send(p.cli.qp, &wr, &bad));
+
+	ASSERT_EQ(1, ru_poll(p.srv.rcq, &wc, TERM_WAIT_MS));
+	TH_LOG("server receive: status %s, wc_flags 0x%x, invalidated 0x%x",
+	       ibv_wc_status_str(wc.status), wc.wc_flags,
+	       wc.wc_flags & IBV_WC_WITH_INV ? wc.invalidated_rkey : 0);
+	EXPECT_EQ((uint64_t)11, wc.wr_id);
+	EXPECT_NE((int)IBV_WC_SUCCESS, (int)wc.status);
+	EXPECT_EQ(0u, wc.wc_flags & IBV_WC_WITH_INV);
+
+	ru_buf_free(&cbuf);
+	ru_buf_free(&rbuf);
+	ru_buf_free(&victim);
+	ru_pair_close(&p);
 }
 
 TEST_HARNESS_MAIN
