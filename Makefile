@@ -20,7 +20,7 @@ KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
 DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
-.PHONY: all deps stage modules siwx upstream rdma-core selftests check demo \
+.PHONY: all deps stage modules siwx upstream rdma-core selftests check demo bench \
 	install install-modules install-userspace checkpatch clean distclean help
 
 all: modules rdma-core selftests
@@ -33,6 +33,7 @@ help:
 	@echo "make rdma-core   build the patched rdma-core into build/rdma-core/prefix"
 	@echo "make selftests   build the test programs"
 	@echo "make checkpatch  run the kernel's checkpatch on patches and our files"
+	@echo "make bench       siwx vs upstream siw, rxe and raw TCP (BENCH=quick|full)"
 	@echo "make install     install siw.ko (updates/) and rdma-core into PREFIX=$(PREFIX)"
 	@echo "Variables: KVER=$(KVER) PREFIX=$(PREFIX)"
 
@@ -71,6 +72,11 @@ check: modules rdma-core selftests
 
 demo: modules rdma-core selftests
 	@KVER=$(KVER) RDMA_PREFIX=$(RDMA_PREFIX) $(TOP)/tools/demo.sh
+
+# BENCH=full (default) or quick; see Documentation/performance.md.
+BENCH ?= full
+bench: modules rdma-core
+	@BENCH=$(BENCH) KVER=$(KVER) $(TOP)/tools/bench/bench.sh
 
 checkpatch: stage
 	@$(TOP)/tools/checkpatch.sh $(BUILD)/linux/pristine

@@ -37,12 +37,12 @@ SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress)
 PAIR_SUITES=(interop)
 # what runs without arguments (stress is opt-in: slow, and it still finds
 # a rare upstream bug)
-DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity interop)
+DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity interop bench)
 
 usage() {
 	sed -n '/^#   selftests\/run.sh/,/^#   SIWX_VERBOSE/s/^# \{0,1\}//p' "$0"
 	echo
-	echo "Suites: ${SINGLE_SUITES[*]} ${PAIR_SUITES[*]}"
+	echo "Suites: ${SINGLE_SUITES[*]} ${PAIR_SUITES[*]} bench (host side: BENCH=quick + report check)"
 	echo "Default: ${DEFAULT_SUITES[*]}"
 }
 
@@ -50,7 +50,7 @@ SEL=()
 for a in "$@"; do
 	case $a in
 	-h|--help) usage; exit 0 ;;
-	-l|--list) printf '%s\n' "${SINGLE_SUITES[@]}" "${PAIR_SUITES[@]}"; exit 0 ;;
+	-l|--list) printf '%s\n' "${SINGLE_SUITES[@]}" "${PAIR_SUITES[@]}" bench; exit 0 ;;
 	-*) echo "run.sh: unknown option $a" >&2; usage >&2; exit 2 ;;
 	*) SEL+=("$a") ;;
 	esac
@@ -69,8 +69,9 @@ PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-420}
 VMRUN=$TOP/tools/vm/run
 KERNEL_PROBLEMS='Oops|BUG:|WARNING:|refcount_t|general protection fault|Kernel panic|KASAN:|UBSAN:|blocked for more than|stall|lockup'
 
-single=() pair=()
+single=() pair=() RUN_BENCH=0
 for s in "${SEL[@]}"; do
+	[ "$s" = bench ] && { RUN_BENCH=1; continue; }
 	case " ${SINGLE_SUITES[*]} " in *" $s "*) single+=("$s"); continue ;; esac
 	case " ${PAIR_SUITES[*]} " in *" $s "*) pair+=("$s"); continue ;; esac
 	echo "run.sh: unknown suite '$s' (run.sh --list)" >&2
@@ -252,6 +253,21 @@ if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 		vm_verdict "pair-$order.a" "$dir/a" "$rc" "VM a: ${order%-*} module"
 		vm_verdict "pair-$order.b" "$dir/b" "$rc" "VM b: ${order#*-} module"
 	done
+fi
+
+# ---------------------------------------------------------------- bench
+# The benchmark harness in quick mode: proves that it produces every row
+# (tools/bench/check-report.sh); it never asserts on speed.
+if [ "$RUN_BENCH" = 1 ] && [ "$PRE_OK" = 1 ]; then
+	echo "--- bench (BENCH=quick): harness check, no speed assertions"
+	t0=$(date +%s)
+	BENCH=quick BENCH_QUIET=1 BENCH_OUT=$RES/bench KVER=${KVER:-} \
+		"$TOP/tools/bench/bench.sh" > "$RES/bench.log" 2>&1
+	rc=$?
+	echo "    (bench: $(( $(date +%s) - t0 ))s, bench.sh exit $rc, log $RES/bench.log)"
+	[ $rc = 0 ] || fail "bench.run (bench.sh exit $rc; see $RES/bench.log)"
+	"$TOP/tools/bench/check-report.sh" "$RES/bench" > "$RES/bench.tap" 2>&1
+	report bench "$RES/bench.tap"
 fi
 
 echo "siwx selftests: $(( $(date +%s) - T_START ))s; results in $RES"

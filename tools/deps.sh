@@ -24,6 +24,8 @@ pkgs=(
 	libibverbs-dev librdmacm-dev
 	# test VMs and tools run inside them
 	qemu-system-x86 busybox-static iproute2 perftest tshark tcpdump iperf3
+	# make bench plots
+	gnuplot-nox
 )
 src_list=/etc/apt/sources.list.d/siwx-trixie-src.sources
 

@@ -1,0 +1,127 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench.sh: siwx against upstream siw, rxe and raw TCP, side by side in one
+# QEMU/TCG guest (make bench).  See Documentation/performance.md.
+#
+#   BENCH=full|quick  (default full)  matrix and repetitions, tools/bench/bench.conf
+#   KVER=...          guest kernel (default: tools/vm/run's default)
+#   BENCH_OUT=DIR     report directory (default build/bench)
+#   BENCH_QUIET=1     do not stream the guest console
+#
+# Needs build/siwx/siw.ko, build/upstream/siw.ko, build/rdma-core/prefix
+# (make modules rdma-core), perftest, iperf3, cc, python3; gnuplot for plots.
+# Builds build/bench/tcp_pingpong, boots one VM (tools/vm/run --netns) that
+# runs tools/bench/guest-bench.sh, then writes into BENCH_OUT:
+#   samples.csv  every raw sample        summary.csv  median/min/max per point
+#   report.md    the tables              summary.txt  what is printed at the end
+#   *.png        plots                   meta.txt, machine.txt, guest.txt
+#   logs ->      every tool's output (in the VM results directory)
+# and prints the summary.  Exit status: 0 if every point was measured (n/a
+# for unsupported operations is fine), non-zero otherwise.
+
+set -uo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BENCH=${BENCH:-full}
+OUT=${BENCH_OUT:-$TOP/build/bench}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+
+# shellcheck source=tools/bench/bench.conf
+. "$TOP/tools/bench/bench.conf"
+bench_config "$BENCH" || exit 2
+
+die() { echo "bench: $*" >&2; exit 2; }
+for f in build/siwx/siw.ko build/upstream/siw.ko build/rdma-core/prefix/lib/libibverbs.so.1; do
+	[ -e "$TOP/$f" ] || die "missing $f (make modules rdma-core)"
+done
+for c in ib_write_lat ib_write_bw ib_atomic_lat iperf3 cc; do
+	command -v "$c" >/dev/null || die "missing $c (make deps)"
+done
+
+mkdir -p "$OUT"
+cc -O2 -Wall -Wextra -o "$OUT/tcp_pingpong" "$TOP/tools/bench/tcp_pingpong.c" ||
+	die "cannot build tcp_pingpong"
+# The guest looks for the ping-pong under build/bench (the host root is
+# shared read-only, at the same path).
+if [ "$OUT/tcp_pingpong" != "$TOP/build/bench/tcp_pingpong" ]; then
+	mkdir -p "$TOP/build/bench"
+	cp "$OUT/tcp_pingpong" "$TOP/build/bench/tcp_pingpong"
+fi
+
+case $BENCH in
+quick) TIMEOUT=1200 ;;
+*) TIMEOUT=2700 ;;
+esac
+VMOUT=$TOP/build/vm/results/bench-$BENCH
+rm -rf "$VMOUT"
+rm -f "$OUT"/samples.csv "$OUT"/summary.csv "$OUT"/summary.txt "$OUT"/report.md \
+	"$OUT"/*.png "$OUT"/*.dat "$OUT"/plots.gp "$OUT"/guest.txt "$OUT"/meta.txt \
+	"$OUT"/machine.txt "$OUT"/hostload.txt "$OUT"/plots.txt "$OUT"/logs
+
+{
+	echo "mode=$BENCH"
+	echo "reps=$BENCH_REPS"
+	echo "kinds=$BENCH_KINDS"
+	echo "rdma_kinds=$BENCH_RDMA_KINDS"
+	echo "lat_tests=$BENCH_LAT_TESTS"
+	echo "bw_tests=$BENCH_BW_TESTS"
+	echo "bw_sizes=$BENCH_BW_SIZES"
+	echo "lat_size=$BENCH_LAT_SIZE"
+	echo "atomic_size=$BENCH_ATOMIC_SIZE"
+	echo "tcp_bw_size=$BENCH_TCP_BW_SIZE"
+	echo "lat_iters=$BENCH_LAT_ITERS"
+	echo "bw_bytes=$BENCH_BW_BYTES"
+	echo "bw_iters=$BENCH_BW_MIN_ITERS..$BENCH_BW_MAX_ITERS"
+	echo "tcp_secs=$BENCH_TCP_SECS"
+	echo "pp_iters=$BENCH_PP_ITERS"
+} > "$OUT/meta.txt"
+
+{
+	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	echo "host: $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
+	echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores"
+	echo "memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	echo "qemu: $(qemu-system-x86_64 --version | head -n 1), ${SIWX_VM_ACCEL:-tcg}"
+	echo "guest: 2 vCPUs, 2048 MiB (tools/vm/run defaults)"
+	echo "perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
+	echo "iperf3: $(dpkg-query -W -f='${Version}' iperf3 2>/dev/null)"
+	echo "siwx: $(/sbin/modinfo -F version "$TOP/build/siwx/siw.ko") sha256 $(sha256sum < "$TOP/build/siwx/siw.ko" | cut -c1-16)"
+	echo "upstream: sha256 $(sha256sum < "$TOP/build/upstream/siw.ko" | cut -c1-16)"
+	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$OUT/machine.txt"
+
+echo "bench: BENCH=$BENCH: $BENCH_REPS repetitions; one VM, results in $VMOUT"
+T0=$(date +%s)
+KARGS=()
+[ -z "${KVER:-}" ] || KARGS=(--kver "$KVER")
+QARGS=()
+[ "${BENCH_QUIET:-0}" = 1 ] && QARGS=(--quiet)
+# The host is often shared: sample its load while the guest runs, so that
+# a noisy run can be recognised as such.
+( while :; do cut -d' ' -f1 /proc/loadavg; sleep 10; done ) > "$OUT/hostload.txt" 2>/dev/null &
+SAMPLER=$!
+"$TOP/tools/vm/run" --netns "${QARGS[@]}" "${KARGS[@]}" --timeout "$TIMEOUT" --out "$VMOUT" \
+	-- bash "$TOP/tools/bench/guest-bench.sh" "$BENCH"
+RC=$?
+kill "$SAMPLER" 2>/dev/null
+wait "$SAMPLER" 2>/dev/null
+SECS=$(( $(date +%s) - T0 ))
+{
+	echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+	sort -n "$OUT/hostload.txt" | awk '{ v[NR] = $1 } END { if (NR) printf "host load during the run (1-min average, every 10 s): min %s, median %s, max %s (%d samples, %d cores)\n", v[1], v[int((NR + 1) / 2)], v[NR], NR, '"$(nproc)"' }'
+	echo "duration: ${SECS}s (boot to power-off, mode $BENCH)"
+} >> "$OUT/machine.txt"
+
+if [ ! -s "$VMOUT/bench/samples.csv" ]; then
+	echo "bench: no samples (VM exit status $RC); console: $VMOUT/console.log" >&2
+	exit "$(( RC ? RC : 1 ))"
+fi
+cp "$VMOUT/bench/samples.csv" "$VMOUT/bench/guest.txt" "$OUT/"
+ln -sfn "$VMOUT/bench/logs" "$OUT/logs"
+
+"$PY" "$TOP/tools/bench/report.py" "$OUT" || { echo "bench: report generation failed" >&2; RC=${RC:-1}; [ "$RC" != 0 ] || RC=1; }
+[ -s "$OUT/summary.txt" ] && cat "$OUT/summary.txt"
+echo "bench: BENCH=$BENCH took ${SECS}s; report $OUT/report.md, samples $OUT/samples.csv"
+[ "$RC" = 0 ] || echo "bench: FAILED: VM/guest exit status $RC (3: some points failed); console $VMOUT/console.log" >&2
+exit "$RC"

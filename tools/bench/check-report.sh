@@ -1,0 +1,171 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# check-report.sh [DIR]: validate a benchmark report written by
+# tools/bench/bench.sh (default DIR: build/bench).  Prints TAP and exits
+# non-zero if any check fails.  It checks that the report is complete and
+# well-formed, never how fast anything was:
+#   - samples.csv: the header, 10 fields a line, known kinds/tests/metrics,
+#     integer seq/rep/size, value numeric (> 0), "n/a" or "fail";
+#   - every point of the matrix (tools/bench/bench.conf, for the mode in
+#     meta.txt) of every kind: a numeric median in summary.csv, or n/a with
+#     a reason, and n/a only for operations a device may lack (atomics);
+#   - no run failed for good (guest-bench retries a run three times);
+#   - report.md has a table row for every point and the ratio columns;
+#   - the plots listed in plots.txt exist (skipped if gnuplot was missing).
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+DIR=${1:-$TOP/build/bench}
+
+N=0 FAILED=0
+RESULTS=()
+ok() { N=$((N + 1)); RESULTS+=("ok $N - $1"); }
+nok() {
+	N=$((N + 1)); FAILED=$((FAILED + 1))
+	RESULTS+=("not ok $N - $1")
+	shift
+	local l x
+	for l in "$@"; do
+		while IFS= read -r x; do RESULTS+=("#   $x"); done <<< "$l"
+	done
+}
+skip() { N=$((N + 1)); RESULTS+=("ok $N - $1 # SKIP $2"); }
+check() { # check DESCRIPTION CONDITION-STATUS [DETAIL...]
+	local d=$1 s=$2
+	shift 2
+	if [ "$s" = 0 ]; then ok "$d"; else nok "$d" "$@"; fi
+}
+finish() {
+	echo "TAP version 13"
+	echo "1..$N"
+	printf '%s\n' "${RESULTS[@]}"
+	echo "# $((N - FAILED)) passed, $FAILED failed ($DIR)"
+	[ "$FAILED" = 0 ]
+	exit
+}
+
+# shellcheck source=tools/bench/bench.conf
+. "$HERE/bench.conf"
+
+for f in meta.txt samples.csv summary.csv report.md; do
+	if [ -s "$DIR/$f" ]; then ok "$f exists"; else nok "$f exists" "missing or empty: $DIR/$f"; fi
+done
+[ "$FAILED" = 0 ] || finish
+
+MODE=$(sed -n 's/^mode=//p' "$DIR/meta.txt")
+if bench_config "$MODE" 2>/dev/null; then
+	ok "meta.txt names a known mode ($MODE)"
+else
+	nok "meta.txt names a known mode" "mode='$MODE'"
+	finish
+fi
+
+# ---- samples.csv well-formed
+HEADER="seq,rep,kind,test,size,metric,value,unit,wall_s,note"
+read -r h < "$DIR/samples.csv"
+check "samples.csv header" "$([ "$h" = "$HEADER" ]; echo $?)" "got: $h"
+
+bad=$(awk -F, -v reps="$BENCH_REPS" -v kinds="$BENCH_KINDS" \
+	-v tests="$BENCH_LAT_TESTS $BENCH_BW_TESTS $BENCH_TCP_TESTS" '
+	BEGIN {
+		split(kinds, a, " "); for (i in a) K[a[i]] = 1
+		split(tests, a, " "); for (i in a) T[a[i]] = 1
+		split("lat_typical_us lat_avg_us lat_min_us lat_p99_us bw_avg_MiBps msg_rate_Mpps " \
+		      "bw_MiBps oneway_median_us rtt_median_us rtt_min_us rtt_p99_us", a, " ")
+		for (i in a) M[a[i]] = 1
+		# the metrics the tables use must be positive
+		split("lat_typical_us bw_avg_MiBps bw_MiBps oneway_median_us rtt_median_us", a, " ")
+		for (i in a) MAIN[a[i]] = 1
+	}
+	NR == 1 { next }
+	{
+		why = ""
+		if (NF != 10) why = "expected 10 fields, got " NF
+		else if ($1 !~ /^[0-9]+$/) why = "seq not an integer"
+		else if ($2 !~ /^[0-9]+$/ || $2 < 1 || $2 > reps) why = "rep not in 1.." reps
+		else if (!($3 in K)) why = "unknown kind"
+		else if (!($4 in T)) why = "unknown test"
+		else if ($5 !~ /^[0-9]+$/) why = "size not an integer"
+		else if (!($6 in M)) why = "unknown metric"
+		else if ($7 == "n/a" || $7 == "fail") {
+			if ($10 == "") why = $7 " without a reason"
+		} else if ($7 !~ /^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/) why = "value not numeric"
+		else if (($6 in MAIN) && $7 + 0 <= 0) why = "value not positive"
+		if (why == "" && $9 !~ /^[0-9]+(\.[0-9]+)?$/) why = "wall_s not a number"
+		if (why != "") { print NR ": " why ": " $0; n++ }
+	}
+	END { exit n > 0 }' "$DIR/samples.csv")
+rc=$?
+check "samples.csv well-formed ($(($(wc -l < "$DIR/samples.csv") - 1)) samples)" "$rc" \
+	"${bad:-}"
+
+fails=$(awk -F, 'NR > 1 && $7 == "fail" { print $3 " " $4 " " $5 " rep " $2 ": " $10 }' "$DIR/samples.csv")
+check "no run failed (after retries)" "$([ -z "$fails" ]; echo $?)" "$fails"
+
+# ---- every point: numeric median or n/a with a reason
+# summary.csv: kind,test,size,metric,status,n,median,min,max,spread_pct,note
+declare -A SUM=()
+while IFS=, read -r kind test size metric status n med min max _ note; do
+	SUM["$kind $test $size $metric"]="$status|$n|$med|$min|$max|$note"
+done < "$DIR/summary.csv"
+
+human() {
+	local n=$1
+	if ((n >= 1048576 && n % 1048576 == 0)); then echo "$((n / 1048576)) MiB"
+	elif ((n >= 1024 && n % 1024 == 0)); then echo "$((n / 1024)) KiB"
+	else echo "$n B"; fi
+}
+numeric() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && [[ ! $1 =~ ^0+(\.0+)?$ ]]; }
+
+for kind in $BENCH_KINDS; do
+	while read -r test size; do
+		metric=$(bench_main_metric "$test")
+		entry=${SUM["$kind $test $size $metric"]:-}
+		desc="$kind $test $(human "$size"): "
+		IFS='|' read -r status n med min max note <<< "$entry"
+		if [ -z "$entry" ]; then
+			nok "${desc}row present" "no $metric row in summary.csv"
+		elif [ "$status" = ok ] && numeric "$med" && numeric "$min" && numeric "$max"; then
+			ok "${desc}median $med (n=$n, $min..$max)"
+		elif [ "$status" = n/a ] && [ -n "$note" ] && bench_is_atomic "$test"; then
+			ok "${desc}n/a ($note)"
+		elif [ "$status" = n/a ]; then
+			nok "${desc}n/a allowed" "n/a is only allowed, with a reason, for operations a device may lack (atomics); note='$note'"
+		else
+			nok "${desc}numeric median" "status=$status median='$med' note='$note'"
+		fi
+		# the table row
+		if [ "$kind" != tcp ] && ! grep -qF "| $test | $(human "$size") |" "$DIR/report.md"; then
+			nok "${desc}row in report.md" "no line starting '| $test | $(human "$size") |'"
+		fi
+	done <<< "$(bench_points "$kind")"
+done
+# The reference rows the ratios need.
+entry=${SUM["tcp tcp_rtt $BENCH_LAT_SIZE rtt_median_us"]:-}
+IFS='|' read -r status n med _ <<< "$entry"
+check "tcp tcp_rtt rtt_median_us median ($med)" "$(numeric "${med:-}"; echo $?)" "entry='$entry'"
+
+# ---- report.md tables
+for h in "siwx/upstream" "siwx/rxe" "siwx/raw TCP"; do
+	n=$(grep -c "^| test | size | .*| $h |" "$DIR/report.md")
+	check "report.md: latency and bandwidth tables have a '$h' column" "$([ "$n" -ge 2 ]; echo $?)" "found in $n table headers"
+done
+
+# ---- plots
+if [ ! -s "$DIR/plots.txt" ]; then
+	nok "plots.txt exists"
+elif grep -q '^none: ' "$DIR/plots.txt"; then
+	skip "plots" "$(sed -n 's/^none: //p' "$DIR/plots.txt")"
+else
+	while read -r p; do
+		if [ -s "$DIR/$p" ] && [ "$(head -c 4 "$DIR/$p" | od -An -c | tr -d ' ')" = '211PNG' ]; then
+			ok "plot $p"
+		else
+			nok "plot $p" "missing, empty or not a PNG: $DIR/$p"
+		fi
+	done < "$DIR/plots.txt"
+fi
+
+finish

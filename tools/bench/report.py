@@ -1,0 +1,481 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""report.py DIR: turn DIR/samples.csv (tools/bench/guest-bench.sh) into
+DIR/summary.csv, DIR/report.md, DIR/summary.txt and plots (gnuplot, PNG).
+
+Python standard library only.  The matrix comes from DIR/meta.txt, which
+tools/bench/bench.sh writes from tools/bench/bench.conf.
+"""
+
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+KIND_LABEL = {"siwx": "siwx", "upstream": "upstream siw", "rxe": "rxe", "tcp": "raw TCP"}
+TEST_LABEL = {
+    "write_lat": "RDMA Write latency (ib_write_lat, one-way)",
+    "read_lat": "RDMA Read latency (ib_read_lat, round trip)",
+    "send_lat": "Send latency (ib_send_lat, one-way)",
+    "atomic_fadd_lat": "Fetch&Add latency (ib_atomic_lat, round trip)",
+    "atomic_cas_lat": "Cmp&Swap latency (ib_atomic_lat, round trip)",
+    "write_bw": "RDMA Write (ib_write_bw)",
+    "read_bw": "RDMA Read (ib_read_bw)",
+    "send_bw": "Send (ib_send_bw)",
+    "atomic_fadd_bw": "Fetch&Add (ib_atomic_bw)",
+    "atomic_cas_bw": "Cmp&Swap (ib_atomic_bw)",
+}
+# Latency tests whose perftest figure is a full round trip (compared with the
+# TCP round trip); the others report half a round trip (compared with RTT/2).
+ROUND_TRIP = {"read_lat", "atomic_fadd_lat", "atomic_cas_lat"}
+# A difference counts as beyond noise when the min..max ranges of the two
+# kinds do not overlap and the medians differ by more than this.
+NOISE = 0.05
+# ... and both have at least this many samples (BENCH=quick has 2: no flags).
+MIN_FLAG_N = 3
+
+
+def main_metric(test):
+    if test == "tcp_rtt":
+        return "oneway_median_us"
+    if test == "tcp_bw":
+        return "bw_MiBps"
+    if test.endswith("_lat"):
+        return "lat_typical_us"
+    return "bw_avg_MiBps"
+
+
+def human_size(n):
+    n = int(n)
+    if n >= 1048576 and n % 1048576 == 0:
+        return "%d MiB" % (n // 1048576)
+    if n >= 1024 and n % 1024 == 0:
+        return "%d KiB" % (n // 1024)
+    return "%d B" % n
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    if v >= 1:
+        return "%.2f" % v
+    return "%.3g" % v
+
+
+def num(s):
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v else None
+
+
+class Point:
+    """All samples of one (kind, test, size, metric)."""
+
+    def __init__(self):
+        self.values = []
+        self.na = []
+        self.fails = []
+
+    @property
+    def status(self):
+        if self.values:
+            return "ok"
+        if self.na:
+            return "n/a"
+        return "fail" if self.fails else "missing"
+
+    def stats(self):
+        if not self.values:
+            return None
+        v = sorted(self.values)
+        med = statistics.median(v)
+        return {"n": len(v), "median": med, "min": v[0], "max": v[-1],
+                "spread_pct": (v[-1] - v[0]) / med * 100 if med else 0.0}
+
+    def cell(self):
+        s = self.stats()
+        if s:
+            if s["n"] == 1:
+                return fmt(s["median"])
+            return "%s (%s–%s)" % (fmt(s["median"]), fmt(s["min"]), fmt(s["max"]))
+        if self.na:
+            return "n/a"
+        return "FAILED" if self.fails else "missing"
+
+
+def read_meta(d):
+    meta = {}
+    with open(os.path.join(d, "meta.txt")) as f:
+        for line in f:
+            if "=" in line:
+                k, v = line.rstrip("\n").split("=", 1)
+                meta[k] = v
+    return meta
+
+
+def load(d):
+    pts = {}
+    with open(os.path.join(d, "samples.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            key = (row["kind"], row["test"], int(row["size"]), row["metric"])
+            p = pts.setdefault(key, Point())
+            v = num(row["value"])
+            if v is not None and v > 0:
+                p.values.append(v)
+            elif row["value"] == "n/a":
+                p.na.append(row["note"])
+            elif v is not None:
+                # perftest prints 0 when it could not calibrate its clock
+                p.fails.append("invalid value %s" % row["value"])
+            else:
+                p.fails.append(row["note"])
+    return pts
+
+
+def expected(meta):
+    """[(test, size)] of the RDMA kinds, in table order."""
+    lat, bw = [], []
+    for t in meta["lat_tests"].split():
+        lat.append((t, int(meta["atomic_size"] if t.startswith("atomic_") else meta["lat_size"])))
+    for t in meta["bw_tests"].split():
+        if t.startswith("atomic_"):
+            bw.append((t, int(meta["atomic_size"])))
+        else:
+            bw.extend((t, int(s)) for s in meta["bw_sizes"].split())
+    return lat, bw
+
+
+def ratio(a, b, higher_is_better):
+    """(text, flag) for median(a)/median(b); flag marks a difference beyond
+    noise: '+' siwx better, '-' siwx worse."""
+    sa, sb = a.stats() if a else None, b.stats() if b else None
+    if not sa or not sb or not sb["median"]:
+        return "-", ""
+    r = sa["median"] / sb["median"]
+    flag = ""
+    apart = sa["min"] > sb["max"] or sa["max"] < sb["min"]
+    if apart and abs(r - 1) > NOISE and min(sa["n"], sb["n"]) >= MIN_FLAG_N:
+        better = (r > 1) == higher_is_better
+        flag = "+" if better else "-"
+    return "%.2f" % r, flag
+
+
+def main():
+    d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
+    meta = read_meta(d)
+    pts = load(d)
+    lat, bw = expected(meta)
+    kinds = meta["rdma_kinds"].split()
+    lat_size = int(meta["lat_size"])
+    tcp_bw_size = int(meta["tcp_bw_size"])
+
+    def P(kind, test, size, metric=None):
+        return pts.get((kind, test, size, metric or main_metric(test)))
+
+    # ---- summary.csv: every expected point with its statistics
+    rows = []
+    for kind in kinds:
+        for t, s in lat + bw:
+            rows.append((kind, t, s, main_metric(t)))
+            if t.endswith("_bw"):
+                rows.append((kind, t, s, "msg_rate_Mpps"))
+            else:
+                rows.append((kind, t, s, "lat_min_us"))
+    rows += [("tcp", "tcp_rtt", lat_size, "oneway_median_us"),
+             ("tcp", "tcp_rtt", lat_size, "rtt_median_us"),
+             ("tcp", "tcp_rtt", lat_size, "rtt_min_us"),
+             ("tcp", "tcp_bw", tcp_bw_size, "bw_MiBps")]
+    with open(os.path.join(d, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["kind", "test", "size", "metric", "status", "n", "median", "min", "max",
+                    "spread_pct", "note"])
+        for kind, t, s, m in rows:
+            p = pts.get((kind, t, s, m)) or Point()
+            st = p.stats()
+            note = p.na[0] if p.status == "n/a" else (p.fails[0] if p.fails else "")
+            if st:
+                w.writerow([kind, t, s, m, p.status, st["n"], "%g" % st["median"], "%g" % st["min"],
+                            "%g" % st["max"], "%.1f" % st["spread_pct"], note])
+            else:
+                w.writerow([kind, t, s, m, p.status, 0, "", "", "", "", note])
+
+    # ---- report.md
+    out = []
+    footnotes = []
+
+    def na_note(p):
+        if p and p.status == "n/a" and p.na:
+            if p.na[0] not in footnotes:
+                footnotes.append(p.na[0])
+            return " [%d]" % (footnotes.index(p.na[0]) + 1)
+        return ""
+
+    flagged = []
+    tcp_oneway = P("tcp", "tcp_rtt", lat_size, "oneway_median_us")
+    tcp_rtt = P("tcp", "tcp_rtt", lat_size, "rtt_median_us")
+    tcp_bw = P("tcp", "tcp_bw", tcp_bw_size, "bw_MiBps")
+
+    def row(t, s, cells, *rest):
+        return "| " + " | ".join([t, human_size(s)] + cells + list(rest)) + " |"
+
+    hdr = ("| test | size | siwx | upstream siw | rxe | raw TCP | siwx/upstream | siwx/rxe "
+           "| siwx/raw TCP |\n|---|---|---|---|---|---|---|---|---|")
+    out.append("### Latency, µs (median of the repetitions, min–max in brackets; lower is better)\n")
+    out.append(hdr)
+    for t, s in lat:
+        ps = {k: P(k, t, s) for k in kinds}
+        tcp = tcp_rtt if t in ROUND_TRIP else tcp_oneway
+        cells = []
+        for k in kinds:
+            p = ps[k]
+            cells.append((p.cell() if p else "missing") + na_note(p))
+        r_up, f_up = ratio(ps["siwx"], ps["upstream"], False)
+        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], False)
+        r_tcp, _ = ratio(ps["siwx"], tcp, False)
+        if f_up == "-":
+            flagged.append((t, s, r_up))
+        out.append(row(t, s, cells,
+                       (tcp.cell() if tcp else "missing") + (" RTT" if t in ROUND_TRIP else " RTT/2"),
+                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+    out.append("")
+    out.append("### Latency, best case, µs (minimum over all iterations of all repetitions)\n")
+    out.append("Scheduling noise on a shared TCG host only ever adds time, so the minimum "
+               "shows the cost of the protocol path itself.\n")
+    out.append("| test | size | siwx | upstream siw | rxe | raw TCP | siwx/upstream | siwx/rxe "
+               "| siwx/raw TCP |\n|---|---|---|---|---|---|---|---|---|")
+    tcp_min = P("tcp", "tcp_rtt", lat_size, "rtt_min_us")
+    tmin = tcp_min.stats() if tcp_min else None
+    for t, s in lat:
+        mins = {}
+        cells = []
+        for k in kinds:
+            p = P(k, t, s, "lat_min_us")
+            st = p.stats() if p else None
+            mins[k] = st["min"] if st else None
+            q = P(k, t, s)
+            cells.append(fmt(mins[k]) if st else ("n/a" if q and q.status == "n/a" else "-"))
+        ref = None
+        if tmin:
+            ref = tmin["min"] if t in ROUND_TRIP else tmin["min"] / 2
+
+        def rt(a, b):
+            return "%.2f" % (a / b) if a and b else "-"
+        out.append(row(t, s, cells, (fmt(ref) if ref else "-") +
+                       (" RTT" if t in ROUND_TRIP else " RTT/2"),
+                       rt(mins["siwx"], mins["upstream"]), rt(mins["siwx"], mins["rxe"]),
+                       rt(mins["siwx"], ref)))
+    out.append("")
+    out.append("### Bandwidth, MiB/s (median, min–max; higher is better)\n")
+    out.append(hdr)
+    for t, s in bw:
+        ps = {k: P(k, t, s) for k in kinds}
+        cells = [(ps[k].cell() if ps[k] else "missing") + na_note(ps[k]) for k in kinds]
+        r_up, f_up = ratio(ps["siwx"], ps["upstream"], True)
+        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], True)
+        r_tcp, _ = ratio(ps["siwx"], tcp_bw, True)
+        if f_up == "-":
+            flagged.append((t, s, r_up))
+        out.append(row(t, s, cells, tcp_bw.cell() if tcp_bw else "missing",
+                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+    out.append("")
+    out.append("### Message rate, thousands of messages/s (median)\n")
+    out.append("| test | size | siwx | upstream siw | rxe |\n|---|---|---|---|---|")
+    for t, s in bw:
+        cells = []
+        for k in kinds:
+            p = P(k, t, s, "msg_rate_Mpps")
+            st = p.stats() if p else None
+            if st:
+                cells.append(fmt(st["median"] * 1000))
+            else:
+                q = P(k, t, s)
+                cells.append("n/a" if q and q.status == "n/a" else "-")
+        out.append("| %s | %s | %s |" % (t, human_size(s), " | ".join(cells)))
+    out.append("")
+    out.append("### Raw TCP on the siw path (veth0 ↔ veth1 across network namespaces)\n")
+    out.append("| measurement | median (min–max) |\n|---|---|")
+    out.append("| iperf3 throughput, MiB/s (%s writes) | %s |" % (
+        human_size(tcp_bw_size), tcp_bw.cell() if tcp_bw else "missing"))
+    out.append("| TCP ping-pong round trip, µs (%s) | %s |" % (
+        human_size(lat_size), tcp_rtt.cell() if tcp_rtt else "missing"))
+    out.append("| TCP ping-pong RTT/2, µs | %s |" % (tcp_oneway.cell() if tcp_oneway else "missing"))
+    out.append("")
+    notes = [
+        "Ratios are median/median. For latency a ratio below 1 means siwx is faster, "
+        "for bandwidth above 1. (+)/(-): siwx better/worse than upstream siw beyond noise "
+        "(min–max ranges do not overlap, the medians differ by more than %d%% and both have "
+        "at least %d samples)." % (NOISE * 100, MIN_FLAG_N),
+        "siwx/raw TCP compares one-way latencies (write, send) with half the TCP round trip and "
+        "round-trip ones (read, atomics) with the full TCP round trip; bandwidth is compared "
+        "with iperf3's throughput, the ceiling of a TCP-based transport on this path.",
+    ]
+    for i, n in enumerate(footnotes):
+        notes.append("[%d] n/a: %s." % (i + 1, n))
+    out.extend("- " + n for n in notes)
+    out.append("")
+    if int(meta["reps"]) < MIN_FLAG_N:
+        out.append("With %s repetitions no difference is called beyond noise (that needs %d); "
+                   "run BENCH=full for that." % (meta["reps"], MIN_FLAG_N))
+    elif flagged:
+        out.append("**siwx trails upstream siw beyond noise on:** " + ", ".join(
+            "%s %s (ratio %s)" % (t, human_size(s), r) for t, s, r in flagged) + ".")
+    else:
+        out.append("siwx does not trail upstream siw beyond noise on any operation both support.")
+    out.append("")
+    tables = "\n".join(out)
+
+    machine = ""
+    mpath = os.path.join(d, "machine.txt")
+    if os.path.exists(mpath):
+        with open(mpath) as f:
+            machine = f.read()
+    plots, plot_note = make_plots(d, pts, meta, lat, bw, kinds)
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write("# siwx benchmark report (BENCH=%s, %s repetitions)\n\n" % (meta["mode"], meta["reps"]))
+        f.write(tables)
+        f.write("\n## Plots\n\n")
+        if plots:
+            for name, what in plots:
+                f.write("- `%s`: %s\n" % (name, what))
+        else:
+            f.write("No plots: %s\n" % plot_note)
+        f.write("\n## Machine\n\n```\n%s```\n" % machine)
+        f.write("\nRaw samples: samples.csv; per-point statistics: summary.csv; tool output: logs/.\n")
+    with open(os.path.join(d, "summary.txt"), "w") as f:
+        f.write("\n== siwx benchmark, BENCH=%s (%s repetitions; TCG guest: compare ratios, "
+                "not absolute numbers) ==\n\n" % (meta["mode"], meta["reps"]))
+        f.write(tables)
+        if not plots:
+            f.write("\n(no plots: %s)\n" % plot_note)
+    with open(os.path.join(d, "plots.txt"), "w") as f:
+        f.write("".join("%s\n" % n for n, _ in plots) if plots else "none: %s\n" % plot_note)
+    return 0
+
+
+def make_plots(d, pts, meta, lat, bw, kinds):
+    """Data files + a gnuplot script; returns ([(png, description)], why-not)."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return [], "gnuplot not installed (apt-get install gnuplot-nox)"
+    colors = {"siwx": "#d62728", "upstream": "#1f77b4", "rxe": "#2ca02c", "tcp": "#7f7f7f"}
+    bw_tests = [t for t in meta["bw_tests"].split() if not t.startswith("atomic_")]
+    sizes = [int(s) for s in meta["bw_sizes"].split()]
+
+    def st(kind, test, size, metric=None):
+        p = pts.get((kind, test, size, metric or main_metric(test)))
+        return p.stats() if p else None
+
+    # bw-<test>.dat / rate-<test>.dat: size, then median min max per kind
+    for t in bw_tests:
+        for fname, metric, scale in (("bw", None, 1), ("rate", "msg_rate_Mpps", 1000)):
+            with open(os.path.join(d, "%s-%s.dat" % (fname, t)), "w") as f:
+                f.write("# size " + " ".join("%s_med %s_min %s_max" % (k, k, k) for k in kinds) + "\n")
+                for s in sizes:
+                    vals = []
+                    for k in kinds:
+                        x = st(k, t, s, metric)
+                        vals += (["%g" % (x["median"] * scale), "%g" % (x["min"] * scale),
+                                  "%g" % (x["max"] * scale)] if x else ["NaN"] * 3)
+                    f.write("%d %s\n" % (s, " ".join(vals)))
+    tcpbw = st("tcp", "tcp_bw", int(meta["tcp_bw_size"]))
+    # lat.dat: one row per test; per kind median min max
+    lat_size = int(meta["lat_size"])
+    with open(os.path.join(d, "lat.dat"), "w") as f:
+        f.write("# test " + " ".join("%s_med %s_min %s_max" % (k, k, k) for k in kinds + ["tcp"]) + "\n")
+        for t, s in lat:
+            vals = []
+            for k in kinds:
+                x = st(k, t, s)
+                vals += ["%g" % x["median"], "%g" % x["min"], "%g" % x["max"]] if x else ["NaN"] * 3
+            x = st("tcp", "tcp_rtt", lat_size, "rtt_median_us" if t in ROUND_TRIP else "oneway_median_us")
+            vals += ["%g" % x["median"], "%g" % x["min"], "%g" % x["max"]] if x else ["NaN"] * 3
+            f.write("%s %s\n" % (t.replace("_lat", "").replace("atomic_", ""), " ".join(vals)))
+    # ratio.dat: siwx vs upstream as a speed ratio (>1: siwx faster)
+    with open(os.path.join(d, "ratio.dat"), "w") as f:
+        f.write("# label speed_ratio lo hi\n")
+        for t, s in lat + bw:
+            a, b = st("siwx", t, s), st("upstream", t, s)
+            if not a or not b or not a["median"] or not b["median"]:
+                continue
+            if t.endswith("_lat"):
+                r, lo, hi = b["median"] / a["median"], b["min"] / a["max"], b["max"] / a["min"]
+            else:
+                r, lo, hi = a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]
+            f.write('"%s %s" %g %g %g\n' % (t, human_size(s).replace(" ", ""), r, lo, hi))
+
+    k_idx = {k: i for i, k in enumerate(kinds)}
+    xtics = ", ".join('"%s" %d' % (human_size(s), s) for s in sizes)
+    g = ["set terminal pngcairo noenhanced size 1500,520 font 'sans,10'",
+         "set grid", "set key top left", "set logscale x 2", "set logscale y",
+         "set xlabel 'message size'", "set xtics (%s)" % xtics,
+         "set xrange [%g:%g]" % (sizes[0] / 1.5, sizes[-1] * 1.5)]
+    plots = []
+    for fname, ylabel, desc in (("bw", "MiB/s (median, bars: min-max)",
+                                 "bandwidth against message size, one panel per operation; "
+                                 "dashed: iperf3 on the same path"),
+                                ("rate", "thousand messages/s (median, bars: min-max)",
+                                 "message rate against message size")):
+        png = "%s.png" % fname
+        g.append("set output '%s/%s'" % (d, png))
+        g.append("set multiplot layout 1,%d title '%s (BENCH=%s, TCG guest)'" % (
+            len(bw_tests), "Bandwidth" if fname == "bw" else "Message rate", meta["mode"]))
+        g.append("set ylabel '%s'" % ylabel)
+        for t in bw_tests:
+            g.append("set title '%s'" % TEST_LABEL[t])
+            parts = []
+            for k in kinds:
+                c = 2 + 3 * k_idx[k]
+                parts.append("'%s/%s-%s.dat' using 1:%d:%d:%d with yerrorlines lw 2 lc rgb '%s' title '%s'"
+                             % (d, fname, t, c, c + 1, c + 2, colors[k], KIND_LABEL[k]))
+            if fname == "bw" and tcpbw:
+                parts.append("%g with lines dt 2 lw 2 lc rgb '%s' title 'raw TCP (iperf3)'"
+                             % (tcpbw["median"], colors["tcp"]))
+            g.append("plot " + ", ".join(parts))
+        g.append("unset multiplot")
+        plots.append((png, desc))
+    g += ["unset logscale x", "set xtics autofreq", "set xrange [*:*]", "set xlabel ''",
+          "set terminal pngcairo noenhanced size 1000,520 font 'sans,10'",
+          "set output '%s/latency.png'" % d,
+          "set title 'Latency, %s messages (atomics 8 B), median; bars: min-max (BENCH=%s)'"
+          % (human_size(lat_size), meta["mode"]),
+          "set ylabel 'microseconds (log scale)'",
+          "set style data histograms", "set style histogram errorbars gap 2 lw 1",
+          "set style fill solid 0.8 border -1", "set key below horizontal", "set yrange [1:*]"]
+    parts = []
+    allk = kinds + ["tcp"]
+    for i, k in enumerate(allk):
+        c = 2 + 3 * i
+        title = KIND_LABEL[k] + (" (ping-pong, RTT or RTT/2)" if k == "tcp" else "")
+        parts.append("'%s/lat.dat' using %d:%d:%d%s lc rgb '%s' title '%s'"
+                     % (d, c, c + 1, c + 2, ":xtic(1)" if i == 0 else "", colors[k], title))
+    g.append("plot " + ", ".join(parts))
+    plots.append(("latency.png", "latency per operation and device kind, with the TCP ping-pong"))
+    g += ["unset logscale y", "set yrange [*:*]", "set key off",
+          "set terminal pngcairo noenhanced size 1200,560 font 'sans,10'",
+          "set output '%s/ratio.png'" % d,
+          "set title 'siwx against upstream siw: speed ratio (>1: siwx faster; bars: worst/best "
+          "combination of the repetitions)'",
+          "set ylabel 'speed ratio'", "set xtics rotate by -45",
+          "set style histogram errorbars gap 1 lw 1",
+          "plot '%s/ratio.dat' using 2:3:4:xtic(1) lc rgb '%s', 1 with lines dt 2 lc rgb 'black'"
+          % (d, colors["siwx"])]
+    plots.append(("ratio.png", "siwx/upstream speed ratio for every operation and size both support"))
+    script = os.path.join(d, "plots.gp")
+    with open(script, "w") as f:
+        f.write("\n".join(g) + "\n")
+    r = subprocess.run([gp, script], capture_output=True, text=True)
+    if r.returncode != 0:
+        return [], "gnuplot failed: " + r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "gnuplot failed"
+    return [(n, w) for n, w in plots if os.path.getsize(os.path.join(d, n)) > 0], ""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
