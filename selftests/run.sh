@@ -143,6 +143,7 @@ report() {
 			name=${line#not }
 			name=${name#ok }
 			name=${name#* }	# drop the number
+			name=${name#- }	# and TAP's optional dash
 			if [[ $line == "ok "* ]] && [[ $name == *" # SKIP"* ]]; then
 				reason=${name#* # SKIP}
 				skip "$label/${name%% # SKIP*}" "${reason# }"
