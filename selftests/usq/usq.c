@@ -10,6 +10,9 @@
  * WQE type") for RECEIVE, SEND_WITH_IMM and the atomics. siwx must refuse
  * each at the doorbell with EINVAL, complete nothing successfully and log
  * no kernel problem (tools/vm/run fails the run on any Oops or WARNING).
+ * siwx accepts the RFC 7306 operations (atomics, RDMA Write with
+ * Immediate) from user space, but only well formed: one 8-byte result
+ * buffer, not inline; at most 5 SGEs with immediate data.
  *
  * The test finds its send queue by posting a Send with a magic wr_id and
  * searching the process's uverbs mappings for it at an SQE boundary; it
@@ -94,17 +97,34 @@ FIXTURE(usq) {
 
 FIXTURE_VARIANT(usq) {
 	uint8_t opcode;
+	uint8_t num_sge;	/* 0: 1 */
+	uint32_t length;	/* 0: 8 */
+	uint16_t flags;		/* extra SQE flags */
 };
+
+/* siwx ABI values (rdma/siw-abi.h of siwx; fixed numbers) */
+#define SIWX_OP_WRITE_WITH_IMM		12
+#define SIWX_OP_MASKED_FETCH_AND_ADD	13
+#define SIWX_OP_ATOMIC_RESPONSE		15
 
 FIXTURE_VARIANT_ADD(usq, reg_mr) { .opcode = SIW_OP_REG_MR };
 FIXTURE_VARIANT_ADD(usq, inval_stag) { .opcode = SIW_OP_INVAL_STAG };
 FIXTURE_VARIANT_ADD(usq, receive) { .opcode = SIW_OP_RECEIVE };
 FIXTURE_VARIANT_ADD(usq, send_with_imm) { .opcode = SIW_OP_SEND_WITH_IMM };
-FIXTURE_VARIANT_ADD(usq, fetch_and_add) { .opcode = SIW_OP_FETCH_AND_ADD };
-FIXTURE_VARIANT_ADD(usq, comp_and_swap) { .opcode = SIW_OP_COMP_AND_SWAP };
 FIXTURE_VARIANT_ADD(usq, read_response) { .opcode = SIW_OP_READ_RESPONSE };
 FIXTURE_VARIANT_ADD(usq, read_local_inv) { .opcode = SIW_OP_READ_LOCAL_INV };
 FIXTURE_VARIANT_ADD(usq, out_of_range) { .opcode = 0xee };
+/* RFC 7306 operations are postable, but only well formed */
+FIXTURE_VARIANT_ADD(usq, atomic_response) {
+	.opcode = SIWX_OP_ATOMIC_RESPONSE };
+FIXTURE_VARIANT_ADD(usq, fetch_and_add_two_sge) {
+	.opcode = SIW_OP_FETCH_AND_ADD, .num_sge = 2 };
+FIXTURE_VARIANT_ADD(usq, comp_and_swap_len4) {
+	.opcode = SIW_OP_COMP_AND_SWAP, .length = 4 };
+FIXTURE_VARIANT_ADD(usq, masked_fetch_and_add_inline) {
+	.opcode = SIWX_OP_MASKED_FETCH_AND_ADD, .flags = SIW_WQE_INLINE };
+FIXTURE_VARIANT_ADD(usq, write_with_imm_six_sge) {
+	.opcode = SIWX_OP_WRITE_WITH_IMM, .num_sge = 6 };
 
 FIXTURE_SETUP(usq)
 {
@@ -148,14 +168,17 @@ TEST_F(usq, refused)
 	memset(next, 0, sizeof(*next));
 	next->id = BAD_WR_ID;
 	next->opcode = variant->opcode;
-	next->num_sge = 1;
+	next->num_sge = variant->num_sge ? variant->num_sge : 1;
 	/* Bait for a kernel that trusts the element: a bogus MR pointer. */
 	next->base_mr = 0x10;
 	next->rkey = self->cbuf.mr->rkey;
 	next->sge[0].laddr = (uintptr_t)self->cbuf.addr;
-	next->sge[0].length = 8;
+	next->sge[0].length = variant->length ? variant->length : 8;
 	next->sge[0].lkey = self->cbuf.mr->lkey;
-	__atomic_store_n(&next->flags, SIW_WQE_VALID | SIW_WQE_SIGNALLED,
+	for (n = 1; n < next->num_sge && n < SIW_MAX_SGE; n++)
+		next->sge[n] = next->sge[0];
+	__atomic_store_n(&next->flags,
+			 SIW_WQE_VALID | SIW_WQE_SIGNALLED | variant->flags,
 			 __ATOMIC_RELEASE);
 
 	rc = ring_doorbell(qp);
