@@ -21,7 +21,7 @@ DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
 .PHONY: all deps stage modules siwx upstream rdma-core selftests check demo bench \
-	install install-modules install-userspace checkpatch clean distclean help
+	install install-modules install-userspace checkpatch clean distclean help ktest
 
 all: modules rdma-core selftests
 
@@ -59,11 +59,16 @@ upstream: stage
 	$(MAKE) -C $(KDIR) M=$(UPSTREAM_SRC) CONFIG_RDMA_SIW=m modules
 	@cp -p $(UPSTREAM_SRC)/siw.ko $(BUILD)/upstream/siw.ko
 
+# the kernel ULP test module of suite kulp, against the same headers as siwx
+ktest: $(DEPS_OK)
+	$(MAKE) -C $(TOP)/selftests/kulp KVER=$(KVER) KDIR=$(KDIR) KMOD_OUT=$(BUILD)/selftests/kmod
+
 rdma-core: $(DEPS_OK)
 	@$(TOP)/tools/build-rdma-core.sh $(BUILD)/rdma-core $(RDMA_PREFIX)
 
-selftests: rdma-core stage
+selftests: rdma-core stage ktest
 	$(MAKE) -C $(TOP)/selftests O=$(BUILD)/selftests RDMA_PREFIX=$(RDMA_PREFIX) KSFT_DIR=$(KSFT_DIR)
+	$(MAKE) -C $(TOP)/tools/demo O=$(BUILD)/tools/demo RDMA_PREFIX=$(RDMA_PREFIX)
 
 check: modules rdma-core selftests
 	@SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
@@ -91,7 +96,7 @@ install-userspace: $(DEPS_OK)
 	@$(TOP)/tools/build-rdma-core.sh $(BUILD)/rdma-core-install $(PREFIX) "$(DESTDIR)"
 
 clean:
-	rm -rf $(BUILD)/siwx $(BUILD)/upstream $(BUILD)/selftests $(BUILD)/vm
+	rm -rf $(BUILD)/siwx $(BUILD)/upstream $(BUILD)/selftests $(BUILD)/vm $(BUILD)/tools
 
 distclean:
 	rm -rf $(BUILD)

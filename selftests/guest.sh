@@ -6,7 +6,7 @@
 #
 #   selftests/guest.sh SUITE...
 #
-# Single-VM suites: basic basic-stock fixes term_wire perftest identity stress
+# Single-VM suites: basic basic-stock fixes term_wire perftest identity stress kulp
 # Pair suite (both VMs run it, SIWX_ROLE=a|b): interop
 #
 # For each SUITE it writes to $SIWX_RESULTS: SUITE.tap (the TAP stream,
@@ -45,6 +45,7 @@ default_timeout() {
 	term_wire) echo 180 ;;
 	perftest) echo 240 ;;
 	identity) echo 60 ;;
+	kulp) echo 300 ;;
 	interop) echo 400 ;;
 	stress) echo 900 ;;
 	*) echo 120 ;;
@@ -60,6 +61,7 @@ suite_cmd() {
 	term_wire) echo "$HERE/fixes/term_wire.sh" ;;
 	perftest) echo "$HERE/perftest/perftest_smoke.sh" ;;
 	identity) echo "$HERE/identity/module_identity.sh" ;;
+	kulp) echo "$HERE/kulp/kulp.sh" ;;
 	interop) echo "$BIN/interop" ;;
 	stress) echo "$BIN/stress" ;;
 	*) return 1 ;;

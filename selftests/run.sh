@@ -33,11 +33,11 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 
-SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress)
+SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress kulp)
 PAIR_SUITES=(interop)
 # what runs without arguments (stress is opt-in: slow, and it still finds
 # a rare upstream bug)
-DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity interop bench)
+DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp interop bench)
 
 usage() {
 	sed -n '/^#   selftests\/run.sh/,/^#   SIWX_VERBOSE/s/^# \{0,1\}//p' "$0"
@@ -102,6 +102,7 @@ for s in "${single[@]}"; do
 	basic|fixes|usq|stress) precheck "bin.$s" "$SELFTEST_DIR/bin/$s" ;;
 	term_wire) precheck bin.term_peer "$SELFTEST_DIR/bin/term_peer" ;;
 	basic-stock) precheck bin.stock.basic "$SELFTEST_DIR/stock/basic" ;;
+	kulp) precheck kmod.siwx_ktest "$SELFTEST_DIR/kmod/siwx_ktest.ko" ;;
 	esac
 done
 if [ ${#pair[@]} -gt 0 ]; then

@@ -43,6 +43,27 @@ say "rping  : siw1 -> siw0, 3 rounds of Send + RDMA Read + RDMA Write, data chec
 grep '^ping data' /tmp/rping-client.txt | sed 's/^/         /' | tee -a "$report"
 say "         $(( $(rx_bytes) - rx0 )) bytes crossed veth1 -> veth0"
 
+# RFC 7306: FetchAdd, CmpSwap and RDMA Write with Immediate (siwx-demo,
+# plain verbs through our rdma-core) from siw1 to a counter on siw0.
+DEMO=$SIWX_TOP/build/tools/demo/siwx-demo
+"$DEMO" -s "$SIWX_ADDR0" >/tmp/demo-server.txt 2>&1 &
+srv=$!
+ok=0
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	sleep 1
+	if "${peer[@]}" "$DEMO" -c "$SIWX_ADDR0" -b "$SIWX_ADDR1" \
+		>/tmp/demo-client.txt 2>&1; then
+		ok=1
+		break
+	fi
+	grep -q 'rdma_connect\|REJECTED\|UNREACHABLE\|ADDR_ERROR' /tmp/demo-client.txt || break
+done
+wait "$srv" || ok=0
+[ $ok = 1 ] || { cat /tmp/demo-*.txt; fail "siwx-demo (RFC 7306)"; }
+say "rfc7306: remote atomics and write with immediate, siw1 -> a counter on siw0:"
+sed 's/^/         /' /tmp/demo-client.txt | tee -a "$report"
+grep -v listening /tmp/demo-server.txt | sed 's/^/         /' | tee -a "$report"
+
 # perftest (Debian's, stock libsiw of rdma-core 44) on the same devices.
 PERFTEST_TRIES=10 "$SIWX_TOP/tools/vm/perftest-run" single ib_write_bw -s 65536 -n 300 \
 	>/tmp/perftest.txt 2>&1 || { cat /tmp/perftest.txt; fail "ib_write_bw"; }

@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# perftest_smoke.sh - Debian's perftest (stock libibverbs/libsiw) over the
-# loaded siw: ib_write_bw, ib_read_lat, ib_send_bw with rdma_cm (-R).
+# perftest_smoke.sh - Debian's perftest over the loaded siw, rdma_cm (-R):
+# ib_write_bw, ib_read_lat, ib_send_bw with the stock libibverbs/libsiw;
+# ib_atomic_lat and ib_atomic_bw (both -A kinds) with our rdma-core
+# (LD_LIBRARY_PATH; the stock libsiw has no atomics).
 # TAP output. Single-VM topology: server on SIWX_ADDR0 (-d SIWX_DEV0),
 # client from SIWX_ADDR1 (-d SIWX_DEV1). Small iteration counts so that it
 # is quick under TCG; the client retries while the server is not up yet.
@@ -19,11 +21,18 @@ OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
 PORT=${SIWX_PERFTEST_PORT:-18515}
 LIMIT=${SIWX_PERFTEST_LIMIT:-120}	# seconds per tool
 
-# name  tool  options
+HERE=$(cd "$(dirname "$0")" && pwd)
+OURS=${RDMA_PREFIX:-$HERE/../../build/rdma-core/prefix}/lib
+
+# name  tool  options; a name starting with "ours:" runs with our rdma-core
 CASES=(
 	"write_bw ib_write_bw -n 200 -s 65536"
 	"read_lat ib_read_lat -n 100 -s 64"
 	"send_bw  ib_send_bw  -n 200 -s 65536"
+	"ours:atomic_fadd_lat ib_atomic_lat -A FETCH_AND_ADD -n 100"
+	"ours:atomic_cas_lat  ib_atomic_lat -A CMP_AND_SWAP -n 100"
+	"ours:atomic_fadd_bw  ib_atomic_bw  -A FETCH_AND_ADD -n 200"
+	"ours:atomic_cas_bw   ib_atomic_bw  -A CMP_AND_SWAP -n 200"
 )
 
 echo "TAP version 13"
@@ -34,6 +43,10 @@ for c in "${CASES[@]}"; do
 	i=$((i + 1))
 	set -- $c
 	name=$1 tool=$2; shift 2
+	env=()
+	case $name in
+	ours:*) name=${name#ours:}; env=(env "LD_LIBRARY_PATH=$OURS") ;;
+	esac
 	if ! command -v "$tool" >/dev/null; then
 		echo "ok $i perftest.$name # SKIP $tool not installed (apt-get install perftest)"
 		continue
@@ -41,13 +54,13 @@ for c in "${CASES[@]}"; do
 	slog=$OUT/perftest-$name-server.log
 	clog=$OUT/perftest-$name-client.log
 	t0=$(date +%s)
-	timeout "$LIMIT" "$tool" -R -F -d "$D0" -p "$PORT" "$@" >"$slog" 2>&1 &
+	"${env[@]}" timeout "$LIMIT" "$tool" -R -F -d "$D0" -p "$PORT" "$@" >"$slog" 2>&1 &
 	spid=$!
 	sleep 3	# perftest needs a moment between server and client under TCG
 	ok=0 try=0
 	while [ $(( $(date +%s) - t0 )) -lt "$LIMIT" ]; do
 		try=$((try + 1))
-		timeout "$LIMIT" "$tool" -R -F -d "$D1" -p "$PORT" --source_ip "$A1" "$@" "$A0" \
+		"${env[@]}" timeout "$LIMIT" "$tool" -R -F -d "$D1" -p "$PORT" --source_ip "$A1" "$@" "$A0" \
 			>"$clog" 2>&1
 		crc=$?
 		[ "$crc" = 0 ] && { ok=1; break; }
