@@ -7,7 +7,7 @@
 #   selftests/guest.sh SUITE...
 #
 # Single-VM suites: basic basic-stock fixes term_wire perftest identity stress kulp
-# Pair suite (both VMs run it, SIWX_ROLE=a|b): interop
+# Pair suites (both VMs run them, SIWX_ROLE=a|b): interop atomic_pair
 #
 # For each SUITE it writes to $SIWX_RESULTS: SUITE.tap (the TAP stream,
 # diagnostics included), SUITE.rc (exit status; 124 = timed out) and
@@ -47,6 +47,9 @@ default_timeout() {
 	identity) echo 60 ;;
 	kulp) echo 300 ;;
 	interop) echo 400 ;;
+	atomic) echo 400 ;;
+	atomic_wire) echo 240 ;;
+	atomic_pair) echo 380 ;;
 	stress) echo 900 ;;
 	*) echo 120 ;;
 	esac
@@ -63,6 +66,9 @@ suite_cmd() {
 	identity) echo "$HERE/identity/module_identity.sh" ;;
 	kulp) echo "$HERE/kulp/kulp.sh" ;;
 	interop) echo "$BIN/interop" ;;
+	atomic) echo "$BIN/atomic" ;;
+	atomic_wire) echo "$HERE/atomic/atomic_wire.sh" ;;
+	atomic_pair) echo "$BIN/atomic_pair" ;;
 	stress) echo "$BIN/stress" ;;
 	*) return 1 ;;
 	esac

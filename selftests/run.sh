@@ -10,7 +10,9 @@
 #   - one single-VM boot with SIWX_MODULE for every selected single-VM suite
 #     (basic, basic-stock, fixes, term_wire, perftest, identity);
 #   - for interop, two pair boots: SIWX_MODULE in VM a vs
-#     SIWX_UPSTREAM_MODULE in VM b, then swapped.
+#     SIWX_UPSTREAM_MODULE in VM b, then swapped;
+#   - for atomic_pair, the same two boots plus one with SIWX_MODULE in
+#     both VMs (SIWX_PAIR_ORDER=ours-upstream|upstream-ours|ours-ours).
 # Collects the TAP of every suite, prints one line per test (failing tests
 # with their diagnostics) and ends with exactly one line
 #   N passed, N failed[, N skipped]
@@ -33,11 +35,11 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 
-SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress kulp)
-PAIR_SUITES=(interop)
+SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress kulp atomic atomic_wire)
+PAIR_SUITES=(interop atomic_pair)
 # what runs without arguments (stress is opt-in: slow, and it still finds
 # a rare upstream bug)
-DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp interop bench)
+DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp atomic atomic_wire interop atomic_pair bench)
 
 usage() {
 	sed -n '/^#   selftests\/run.sh/,/^#   SIWX_VERBOSE/s/^# \{0,1\}//p' "$0"
@@ -103,11 +105,16 @@ for s in "${single[@]}"; do
 	term_wire) precheck bin.term_peer "$SELFTEST_DIR/bin/term_peer" ;;
 	basic-stock) precheck bin.stock.basic "$SELFTEST_DIR/stock/basic" ;;
 	kulp) precheck kmod.siwx_ktest "$SELFTEST_DIR/kmod/siwx_ktest.ko" ;;
+	atomic) precheck bin.atomic "$SELFTEST_DIR/bin/atomic" ;;
+	atomic_wire) precheck bin.atomic_peer "$SELFTEST_DIR/bin/atomic_peer" ;;
 	esac
 done
 if [ ${#pair[@]} -gt 0 ]; then
 	precheck upstream-module "$SIWX_UPSTREAM_MODULE"
 	precheck bin.interop "$SELFTEST_DIR/bin/interop"
+	case " ${pair[*]} " in *" atomic_pair "*)
+		precheck bin.atomic_pair "$SELFTEST_DIR/bin/atomic_pair" ;;
+	esac
 fi
 case $SELFTEST_DIR in
 /tmp/*) echo "run.sh: warning: SELFTEST_DIR under /tmp is not at the same path in the guest" >&2 ;;
@@ -231,23 +238,31 @@ fi
 
 # ---------------------------------------------------------------- pairs
 if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
-	for order in ours-upstream upstream-ours; do
+	# atomic_pair also needs siwx in both VMs: one more boot, running
+	# only atomic_pair (SIWX_PAIR_ORDER tells the guests what runs where)
+	ours_ours=
+	case " ${pair[*]} " in *" atomic_pair "*) ours_ours=ours-ours ;; esac
+	for order in ours-upstream upstream-ours $ours_ours; do
 		if [ "$order" = ours-upstream ]; then
 			ma=$SIWX_MODULE mb=$SIWX_UPSTREAM_MODULE
 		else
 			ma=$SIWX_UPSTREAM_MODULE mb=$SIWX_MODULE
 		fi
+		psuites=("${pair[@]}")
+		if [ "$order" = ours-ours ]; then
+			ma=$SIWX_MODULE psuites=(atomic_pair)
+		fi
 		dir=$RES/pair-$order
-		echo "--- pair $order (a: $ma, b: $mb): ${pair[*]}"
+		echo "--- pair $order (a: $ma, b: $mb): ${psuites[*]}"
 		t0=$(date +%s)
-		cmd="$guest_env $HERE/guest.sh ${pair[*]}"
+		cmd="$guest_env SIWX_PAIR_ORDER=$order $HERE/guest.sh ${psuites[*]}"
 		# shellcheck disable=SC2046
 		"$VMRUN" $(vm_opts) --pair --module "$ma" --peer-module "$mb" \
 			--timeout "$PAIR_TIMEOUT" --out "$dir" --peer-cmd "$cmd" -- "$cmd" \
 			> "$dir.log" 2>&1
 		rc=$?
 		echo "    ($order: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
-		for s in "${pair[@]}"; do
+		for s in "${psuites[@]}"; do
 			report "$s[$order]/a" "$dir/a/$s.tap"
 			report "$s[$order]/b" "$dir/b/$s.tap"
 		done

@@ -1,0 +1,631 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""
+atomic_wire.py - decode RFC 7306 atomics from raw TCP payload bytes and
+check them against what atomic_peer posted. Called by atomic_wire.sh;
+prints TAP.
+
+    atomic_wire.py FRAMES.tsv CASE:PORT:PEEROUT ...
+
+FRAMES.tsv (tshark -T fields, tab separated): frame number, tcp.srcport,
+tcp.dstport, tcp.seq (relative), tcp.len, tcp.payload (hex), then tshark's
+own Terminate fields (layer, etype_rdma, errcode_rdma, M, D, R) used only
+as a cross-check. Each TCP direction is reassembled by sequence number,
+then parsed from the MPA Request/Reply on (RFC 5044, markers off; CRC
+checked when negotiated), FPDU by FPDU: DDP (RFC 5041), RDMAP (RFC 5040),
+Atomic Request/Response (RFC 7306), Terminate. Nothing here depends on
+tshark's RDMAP dissector.
+
+The expected values come from the operands atomic_peer printed and an
+independent model of the operations (RFC 7306 5.2):
+  CmpSwap:  if (mem & cmask) == (cmp & cmask):
+                mem = (mem & ~smask) | (swap & smask)
+  FetchAdd: add with the carry out of bit i dropped where bit i of the
+            boundary mask is set; unmasked = mask 0
+"""
+import struct
+import sys
+
+M64 = (1 << 64) - 1
+
+
+def model_fa(mem, add, m):
+    # field by field: a field ends at each set bit of m (and at bit 63)
+    res, lo = 0, 0
+    for i in range(64):
+        if (m >> i) & 1 or i == 63:
+            width = i - lo + 1
+            fm = ((1 << width) - 1) << lo
+            res |= (((mem & fm) + (add & fm)) & fm)
+            lo = i + 1
+    return res
+
+
+def model_cs(mem, cmp, cmask, swap, smask):
+    if (mem & cmask) == (cmp & cmask):
+        return (mem & ~smask & M64) | (swap & smask)
+    return mem
+
+
+# ---- CRC32c (Castagnoli), reflected, as MPA/iSCSI use it
+def _crc_table():
+    t = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+CRC_T = _crc_table()
+
+
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = CRC_T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def be16(b, o): return struct.unpack_from(">H", b, o)[0]
+def be32(b, o): return struct.unpack_from(">I", b, o)[0]
+def be64(b, o): return struct.unpack_from(">Q", b, o)[0]
+
+
+class TAP:
+    def __init__(self):
+        self.n = 0
+        self.fails = 0
+        self.lines = []
+
+    def result(self, name, problems, notes=()):
+        self.n += 1
+        for n in notes:
+            self.lines.append("# %s: %s" % (name, n))
+        for p in problems[:12]:
+            self.lines.append("# %s: %s" % (name, p))
+        if len(problems) > 12:
+            self.lines.append("# %s: ... %d more" % (name, len(problems) - 12))
+        if problems:
+            self.fails += 1
+            self.lines.append("not ok %d atomic_wire.%s" % (self.n, name))
+        else:
+            self.lines.append("ok %d atomic_wire.%s" % (self.n, name))
+
+
+# ---- input
+def read_frames(path):
+    """{(sport, dport): [(seq, bytes)]}, {sport: [tshark term rows]}"""
+    segs, terms = {}, []
+    with open(path) as f:
+        for line in f:
+            c = line.rstrip("\n").split("\t")
+            if len(c) < 6 or not c[1]:
+                continue
+            try:
+                sp, dp, seq = int(c[1]), int(c[2]), int(c[3])
+            except ValueError:
+                continue
+            pl = c[5].replace(":", "").strip()
+            if pl:
+                segs.setdefault((sp, dp), []).append((seq, bytes.fromhex(pl)))
+            if len(c) > 6 and c[6]:
+                terms.append({"sport": sp, "dport": dp, "frame": c[0],
+                              "layer": c[6], "etype": c[7] if len(c) > 7 else "",
+                              "code": c[8] if len(c) > 8 else "",
+                              "m": c[9] if len(c) > 9 else "",
+                              "d": c[10] if len(c) > 10 else "",
+                              "r": c[11] if len(c) > 11 else ""})
+    return segs, terms
+
+
+def reassemble(seglist):
+    seglist = sorted(seglist, key=lambda s: s[0])
+    out = bytearray()
+    base = seglist[0][0]
+    gaps = []
+    for seq, b in seglist:
+        off = seq - base
+        if off > len(out):
+            gaps.append("gap of %d bytes at stream offset %d" % (off - len(out), len(out)))
+            out += b"\0" * (off - len(out))
+        if off + len(b) > len(out):
+            out += b[len(out) - off:]
+    return bytes(out), gaps
+
+
+def read_peer(path):
+    """atomic_peer's lines -> (init dict, [op dicts], final dict, errors)"""
+    init, final, ops, errs = {}, {}, [], []
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        return init, ops, final, ["cannot read %s: %s" % (path, e)]
+    for ln in lines:
+        w = ln.split()
+        if not w:
+            continue
+        kv = dict(x.split("=", 1) for x in w[1:] if "=" in x)
+        if w[0] == "INIT":
+            init = kv
+        elif w[0] == "FINAL":
+            final = kv
+        elif w[0] == "OP":
+            ops.append(kv)
+        elif w[0] == "ERROR":
+            errs.append(ln)
+    return init, ops, final, errs
+
+
+# ---- MPA / DDP / RDMAP
+class Fpdu:
+    pass
+
+
+def parse_direction(data, want_key):
+    """MPA frame, then FPDUs. Returns (mpa flags, [Fpdu], problems)."""
+    probs = []
+    if len(data) < 20 or data[:16] != want_key:
+        return None, [], ["stream does not start with %r" % want_key]
+    flags, rev, pdlen = data[16], data[17], be16(data, 18)
+    pos = 20 + pdlen
+    fpdus = []
+    while pos < len(data):
+        if pos + 2 > len(data):
+            probs.append("truncated FPDU at offset %d" % pos)
+            break
+        ln = be16(data, pos)
+        pad = (4 - (2 + ln) % 4) % 4
+        end = pos + 2 + ln + pad + 4
+        if end > len(data):
+            probs.append("FPDU at offset %d (ULPDU %d bytes) runs past the "
+                         "capture (%d bytes)" % (pos, ln, len(data)))
+            break
+        f = Fpdu()
+        f.off = pos
+        f.mpalen = ln
+        f.ulpdu = data[pos + 2:pos + 2 + ln]
+        f.covered = data[pos:pos + 2 + ln + pad]
+        f.crc = data[pos + 2 + ln + pad:end]
+        fpdus.append(f)
+        pos = end
+    return {"flags": flags, "rev": rev, "pdlen": pdlen}, fpdus, probs
+
+
+def ddp(f):
+    u = f.ulpdu
+    f.problems = []
+    if len(u) < 2:
+        f.problems.append("ULPDU of %d bytes" % len(u))
+        f.kind = None
+        return f
+    b0, b1 = u[0], u[1]
+    f.tagged = bool(b0 & 0x80)
+    f.last = bool(b0 & 0x40)
+    f.ddp_rsvd = (b0 >> 2) & 0xF
+    f.dv = b0 & 0x3
+    f.rv = b1 >> 6
+    f.rsvd_ulp = (b1 >> 4) & 0x3
+    f.opcode = b1 & 0xF
+    if f.tagged:
+        if len(u) < 14:
+            f.problems.append("tagged header truncated")
+            f.kind = None
+            return f
+        f.stag, f.to = be32(u, 2), be64(u, 6)
+        f.hdr, f.payload = u[:14], u[14:]
+    else:
+        if len(u) < 18:
+            f.problems.append("untagged header truncated")
+            f.kind = None
+            return f
+        f.inval, f.qn, f.msn, f.mo = be32(u, 2), be32(u, 6), be32(u, 10), be32(u, 14)
+        f.hdr, f.payload = u[:18], u[18:]
+    f.kind = f.opcode
+    return f
+
+
+def atomic_req(f):
+    p = f.payload
+    w = be32(p, 0)
+    return {"rsvd": w >> 4, "aop": w & 0xF, "id": be32(p, 4), "stag": be32(p, 8),
+            "to": be64(p, 12), "asdata": be64(p, 20), "asmask": be64(p, 28),
+            "cdata": be64(p, 36), "cmask": be64(p, 44)}
+
+
+def hexs(v):
+    return "0x%016x" % v
+
+
+def check_crc(fpdus, crc_on):
+    probs, notes = [], []
+    order = set()
+    for f in fpdus:
+        got = f.crc
+        want = crc32c(f.covered)
+        if crc_on:
+            if got == struct.pack("<I", want):
+                order.add("little-endian")
+            elif got == struct.pack(">I", want):
+                order.add("big-endian")
+            else:
+                probs.append("FPDU at %d: CRC %s, computed 0x%08x" %
+                             (f.off, got.hex(), want))
+        elif got != b"\0\0\0\0" and got not in (struct.pack("<I", want),
+                                                  struct.pack(">I", want)):
+            probs.append("FPDU at %d: CRC not negotiated but field is %s" %
+                         (f.off, got.hex()))
+    if crc_on and order:
+        notes.append("CRC32c valid on every FPDU (%s)" % "/".join(sorted(order)))
+    return probs, notes
+
+
+def main():
+    tap = TAP()
+    frames, conns = sys.argv[1], sys.argv[2:]
+    segs, tterms = read_frames(frames)
+    C = {}
+    decode_probs, decode_notes = [], []
+    for spec in conns:
+        name, port, out = spec.split(":", 2)
+        port = int(port)
+        init, ops, final, errs = read_peer(out)
+        c = {"name": name, "port": port, "init": init, "ops": ops,
+             "final": final, "errs": errs, "req": [], "rsp": []}
+        C[name] = c
+        for e in errs:
+            decode_notes.append("%s: peer: %s" % (name, e))
+        up = [(k, v) for k, v in segs.items() if k[1] == port]
+        down = [(k, v) for k, v in segs.items() if k[0] == port]
+        if len(up) != 1 or len(down) != 1:
+            decode_probs.append("%s (port %d): %d client->server and %d "
+                                "server->client TCP flows captured" %
+                                (name, port, len(up), len(down)))
+            continue
+        for dirn, (key, sl), mkey in (("req", up[0], b"MPA ID Req Frame"),
+                                      ("rsp", down[0], b"MPA ID Rep Frame")):
+            data, gaps = reassemble(sl)
+            decode_probs += ["%s %s: %s" % (name, dirn, g) for g in gaps]
+            mpa, fp, pr = parse_direction(data, mkey)
+            decode_probs += ["%s %s: %s" % (name, dirn, p) for p in pr]
+            c["mpa_" + dirn] = mpa
+            c[dirn] = [ddp(f) for f in fp]
+            for f in c[dirn]:
+                decode_probs += ["%s %s FPDU at %d: %s" % (name, dirn, f.off, p)
+                                 for p in f.problems]
+        if c.get("mpa_req") and c.get("mpa_rsp"):
+            fl = c["mpa_req"]["flags"] | c["mpa_rsp"]["flags"]
+            if fl & 0x80:
+                decode_probs.append("%s: MPA markers negotiated (not handled)" % name)
+            crc_on = bool(fl & 0x40)
+            pr, nt = check_crc(c["req"] + c["rsp"], crc_on)
+            decode_probs += ["%s: %s" % (name, p) for p in pr]
+            decode_notes.append("%s: MPA rev %d/%d, CRC %s, %d FPDUs requester->"
+                                "responder, %d back" %
+                                (name, c["mpa_req"]["rev"], c["mpa_rsp"]["rev"],
+                                 "on" if crc_on else "off", len(c["req"]),
+                                 len(c["rsp"])))
+            decode_notes += ["%s: %s" % (name, n) for n in nt]
+    tap.result("capture_decoded", decode_probs, decode_notes)
+
+    def qn1(c):
+        return [f for f in c["req"] if f.kind is not None and not f.tagged
+                and f.qn == 1]
+
+    def areqs(c):
+        return [f for f in c["req"] if f.kind == 0xA]
+
+    def arsps(c):
+        return [f for f in c["rsp"] if f.kind == 0xB]
+
+    # ---- request headers (all connections)
+    probs, cnt = [], 0
+    for c in C.values():
+        for f in areqs(c):
+            cnt += 1
+            w = "%s request MSN %s" % (c["name"], getattr(f, "msn", "?"))
+            if f.tagged:
+                probs.append(w + ": tagged")
+                continue
+            if f.rv != 1:
+                probs.append(w + ": RDMAP version %d" % f.rv)
+            if f.dv != 1:
+                probs.append(w + ": DDP version %d" % f.dv)
+            if not f.last:
+                probs.append(w + ": L flag clear")
+            if f.qn != 1:
+                probs.append(w + ": QN %d, want 1" % f.qn)
+            if f.mo != 0:
+                probs.append(w + ": MO %d" % f.mo)
+            if f.inval != 0:
+                probs.append(w + ": Invalidate STag 0x%08x, want 0" % f.inval)
+            if len(f.payload) != 52:
+                probs.append(w + ": %d bytes after the DDP header, want 52" %
+                             len(f.payload))
+            elif atomic_req(f)["rsvd"]:
+                probs.append(w + ": reserved bits 0x%07x" % atomic_req(f)["rsvd"])
+    if cnt == 0:
+        probs.append("no Atomic Request (RDMAP opcode 0xA) on the wire")
+    tap.result("request_headers", probs, ["%d Atomic Requests" % cnt])
+
+    # ---- request operands == posted, per connection in order
+    probs, notes = [], []
+    for c in C.values():
+        posted = [o for o in c["ops"] if o.get("kind") in ("fa", "cs")]
+        wire = [f for f in areqs(c) if len(f.payload) == 52]
+        if len(posted) != len(wire):
+            probs.append("%s: %d atomics posted, %d Atomic Requests on the wire"
+                         % (c["name"], len(posted), len(wire)))
+        for o, f in zip(posted, wire):
+            r = atomic_req(f)
+            masked = o["masked"] == "1"
+            want = {"stag": int(o["rkey"], 16), "to": int(o["raddr"], 16)}
+            if o["kind"] == "fa":
+                want.update(aop=0, asdata=int(o["add"], 16),
+                            asmask=int(o["fmask"], 16) if masked else 0)
+            else:
+                want.update(aop=2, asdata=int(o["swap"], 16),
+                            asmask=int(o["smask"], 16) if masked else M64,
+                            cdata=int(o["cmp"], 16),
+                            cmask=int(o["cmask"], 16) if masked else M64)
+            for k, v in want.items():
+                if r[k] != v:
+                    probs.append("%s op %s (%s%s): %s on the wire 0x%x, posted 0x%x"
+                                 % (c["name"], o["n"], "masked " if masked else "",
+                                    o["kind"], k, r[k], v))
+            notes.append("%s op %s: AOpCode %d id 0x%08x STag 0x%08x TO 0x%x "
+                         "add/swap %s/%s compare %s/%s" %
+                         (c["name"], o["n"], r["aop"], r["id"], r["stag"], r["to"],
+                          hexs(r["asdata"]), hexs(r["asmask"]),
+                          hexs(r["cdata"]), hexs(r["cmask"])))
+    tap.result("request_operands", probs, notes)
+
+    # ---- MSN of queue 1 shared by Read Requests and Atomic Requests
+    probs, notes = [], []
+    for c in C.values():
+        q = qn1(c)
+        kinds = "".join("A" if f.kind == 0xA else "R" if f.kind == 0x1 else "?"
+                        for f in q)
+        posted = "".join("A" if o.get("kind") in ("fa", "cs") else "R"
+                         for o in c["ops"])
+        msns = [f.msn for f in q]
+        notes.append("%s: queue 1 messages %s, MSNs %s" % (c["name"], kinds, msns))
+        if kinds != posted:
+            probs.append("%s: queue 1 carries %s, posted %s" %
+                         (c["name"], kinds, posted))
+        if msns != list(range(1, len(msns) + 1)):
+            probs.append("%s: queue 1 MSNs %s, want 1..%d" %
+                         (c["name"], msns, len(msns)))
+    if not any(f.kind == 0x1 for c in C.values() for f in qn1(c)):
+        probs.append("no RDMA Read Request seen")
+    tap.result("msn_shared_with_read", probs, notes)
+
+    # ---- response headers
+    probs, notes, cnt = [], [], 0
+    for c in C.values():
+        rs = arsps(c)
+        cnt += len(rs)
+        for f in rs:
+            w = "%s response MSN %s" % (c["name"], getattr(f, "msn", "?"))
+            if f.tagged:
+                probs.append(w + ": tagged")
+                continue
+            if f.rv != 1:
+                probs.append(w + ": RDMAP version %d" % f.rv)
+            if f.qn != 3:
+                probs.append(w + ": QN %d, want 3" % f.qn)
+            if not f.last:
+                probs.append(w + ": L flag clear")
+            if f.mo != 0:
+                probs.append(w + ": MO %d" % f.mo)
+            if f.inval != 0:
+                probs.append(w + ": Invalidate STag 0x%08x" % f.inval)
+            if len(f.payload) != 12:
+                probs.append(w + ": %d bytes after the DDP header, want 12" %
+                             len(f.payload))
+        msns = [f.msn for f in rs if not f.tagged]
+        if msns != list(range(1, len(msns) + 1)):
+            probs.append("%s: response MSNs %s, want 1..%d" %
+                         (c["name"], msns, len(msns)))
+        notes.append("%s: %d Atomic Responses, MSNs %s" % (c["name"], len(rs), msns))
+    if cnt == 0:
+        probs.append("no Atomic Response (RDMAP opcode 0xB) on the wire")
+    tap.result("response_headers", probs, notes)
+
+    # ---- request ids echoed, original values as the model says
+    pid, pval, notes = [], [], []
+    for c in C.values():
+        init = c["init"]
+        if not init:
+            pval.append("%s: no INIT line from the peer" % c["name"])
+            continue
+        base = int(init["base"], 16)
+        mem = {i: int(init["w%d" % i], 16) for i in range(4)}
+        reqs = [atomic_req(f) for f in areqs(c) if len(f.payload) == 52]
+        rsps = [f for f in arsps(c) if len(f.payload) == 12]
+        posted = [o for o in c["ops"] if o.get("kind") in ("fa", "cs")]
+        # only requests that were valid get a response
+        valid = [o for o in posted if o.get("status") == "success"]
+        if len(rsps) != len(valid):
+            pid.append("%s: %d Atomic Responses for %d successful atomics" %
+                       (c["name"], len(rsps), len(valid)))
+        for k, f in enumerate(rsps):
+            oid, oval = be32(f.payload, 0), be64(f.payload, 4)
+            if k < len(reqs) and oid != reqs[k]["id"]:
+                pid.append("%s response %d: Original Request Id 0x%08x, request "
+                           "had 0x%08x" % (c["name"], k + 1, oid, reqs[k]["id"]))
+            if k >= len(valid):
+                continue
+            o = valid[k]
+            wi = (int(o["raddr"], 16) - base) // 8
+            cur = mem.get(wi)
+            if cur is None:
+                pval.append("%s op %s: target outside the words" % (c["name"], o["n"]))
+                continue
+            masked = o["masked"] == "1"
+            if o["kind"] == "fa":
+                nv = model_fa(cur, int(o["add"], 16),
+                              int(o["fmask"], 16) if masked else 0)
+            else:
+                nv = model_cs(cur, int(o["cmp"], 16),
+                              int(o["cmask"], 16) if masked else M64,
+                              int(o["swap"], 16),
+                              int(o["smask"], 16) if masked else M64)
+            if oval != cur:
+                pval.append("%s op %s: Original Remote Data Value %s, model %s" %
+                            (c["name"], o["n"], hexs(oval), hexs(cur)))
+            if int(o["orig"], 16) != cur:
+                pval.append("%s op %s: requester's result buffer %s, model %s" %
+                            (c["name"], o["n"], o["orig"], hexs(cur)))
+            notes.append("%s op %s: original %s -> %s" %
+                         (c["name"], o["n"], hexs(oval), hexs(nv)))
+            mem[wi] = nv
+        if c["final"] and c["name"] == "ops":
+            for i in range(4):
+                if int(c["final"]["w%d" % i], 16) != mem[i]:
+                    pval.append("%s: word %d ends as %s, model %s" %
+                                (c["name"], i, c["final"]["w%d" % i], hexs(mem[i])))
+    tap.result("response_request_ids", pid)
+    tap.result("original_values", pval, notes)
+
+    # ---- the Read Responses carry the memory as the model has it then
+    probs = []
+    c = C.get("ops")
+    if c and c["init"]:
+        base = int(c["init"]["base"], 16)
+        mem = {i: int(c["init"]["w%d" % i], 16) for i in range(4)}
+        rresp = [f for f in c["rsp"] if f.kind == 0x2]
+        k = 0
+        for o in c["ops"]:
+            if o.get("kind") == "read":
+                ln = int(o["len"])
+                w0 = (int(o["raddr"], 16) - base) // 8
+                want = b"".join(struct.pack("<Q", mem[w0 + i]) for i in range(ln // 8))
+                got = b""
+                while k < len(rresp) and len(got) < ln:
+                    got += rresp[k].payload
+                    k += 1
+                if got != want:
+                    probs.append("read op %s: Read Response data %s, model %s" %
+                                 (o["n"], got.hex(), want.hex()))
+                continue
+            if o.get("status") != "success":
+                continue
+            wi = (int(o["raddr"], 16) - base) // 8
+            masked = o["masked"] == "1"
+            if o["kind"] == "fa":
+                mem[wi] = model_fa(mem[wi], int(o["add"], 16),
+                                   int(o["fmask"], 16) if masked else 0)
+            else:
+                mem[wi] = model_cs(mem[wi], int(o["cmp"], 16),
+                                   int(o["cmask"], 16) if masked else M64,
+                                   int(o["swap"], 16),
+                                   int(o["smask"], 16) if masked else M64)
+    else:
+        probs.append("no ops case")
+    tap.result("read_responses_see_atomics", probs)
+
+    # ---- Terminates of the invalid requests
+    def term_case(name, want_l, want_t, want_c, what):
+        probs, notes = [], []
+        c = C.get(name)
+        if not c or "req" not in c:
+            tap.result("term_" + name, ["no decoded connection"])
+            return
+        bad = [f for f in areqs(c) if len(f.payload) == 52]
+        bad = bad[-1] if bad else None
+        terms = [f for f in c["rsp"] if f.kind == 0x7]
+        if not terms:
+            probs.append("the responder sent no Terminate")
+        if any(f.kind == 0x7 for f in c["req"]):
+            notes.append("the requester sent a Terminate too")
+        if bad is None:
+            probs.append("the invalid Atomic Request is not on the wire")
+        if terms:
+            t = terms[0]
+            p = t.payload
+            if t.tagged or t.qn != 2 or t.rv != 1:
+                probs.append("Terminate header: tagged %s QN %s RV %s" %
+                             (t.tagged, getattr(t, "qn", "?"), t.rv))
+            if len(p) < 4:
+                probs.append("Terminate of %d bytes" % len(p))
+            else:
+                layer, etype, code = p[0] >> 4, p[0] & 0xF, p[1]
+                fm, fd, fr = bool(p[2] & 0x80), bool(p[2] & 0x40), bool(p[2] & 0x20)
+                notes.append("Terminate control %s: layer %d etype %d code 0x%02x "
+                             "M%d D%d R%d, %d bytes attached" %
+                             (p[:4].hex(), layer, etype, code, fm, fd, fr, len(p) - 4))
+                if (layer, etype, code) != (want_l, want_t, want_c):
+                    probs.append("layer/etype/code %d/%d/0x%02x, want %d/%d/0x%02x (%s)"
+                                 % (layer, etype, code, want_l, want_t, want_c, what))
+                if not fd:
+                    probs.append("D clear: the offending DDP header is not attached")
+                att = p[4:]
+                if (fm or fd or fr) and bad is not None:
+                    seglen = be16(att, 0) if len(att) >= 2 else None
+                    # checked on its own in term_ddp_segment_length
+                    seglens.append((name, fm, seglen, bad.mpalen))
+                    hdr = att[2:2 + 18]
+                    if fd and hdr != bad.hdr:
+                        probs.append("attached DDP header %s, the request's %s" %
+                                     (hdr.hex(), bad.hdr.hex()))
+                    if fr:
+                        rh = att[20:20 + 52]
+                        if rh != bad.payload:
+                            probs.append("attached RDMAP header %s, the request's %s"
+                                         % (rh.hex(), bad.payload.hex()))
+                    if fd and hdr == bad.hdr:
+                        notes.append("attached DDP header matches the request "
+                                     "(MSN %d)" % bad.msn)
+        # tshark's reading of the same Terminate
+        rows = [r for r in tterms if r["sport"] == c["port"]]
+        if not rows:
+            probs.append("tshark decoded no Terminate from the responder")
+        else:
+            r = rows[0]
+
+            def num(x):
+                try:
+                    return int(x, 0)
+                except ValueError:
+                    return None
+            notes.append("tshark: layer %s etype_rdma %s errcode_rdma %s M %s D %s R %s"
+                         % (r["layer"], r["etype"], r["code"], r["m"], r["d"], r["r"]))
+            if (num(r["layer"]), num(r["etype"]), num(r["code"])) != \
+               (want_l, want_t, want_c):
+                probs.append("tshark reads layer/etype/code %s/%s/%s" %
+                             (r["layer"], r["etype"], r["code"]))
+        # no Atomic Response for the invalid request
+        valid = [o for o in c["ops"] if o.get("status") == "success"]
+        if len(arsps(c)) > len(valid):
+            probs.append("an Atomic Response was sent for the invalid request")
+        tap.result("term_" + name, probs, notes)
+
+    seglens = []
+    term_case("bad_stag", 0, 1, 0x00, "RDMAP / Remote Protection / Invalid STag")
+    term_case("misaligned", 0, 2, 0x07,
+              "RDMAP / Remote Operation / Catastrophic, localized to the stream")
+
+    # M set: the DDP Segment Length is that of the terminated segment,
+    # DDP header included (RFC 5041: a DDP Segment is the DDP Header and
+    # its ULP Payload), i.e. the ULPDU Length MPA framed it with
+    probs, notes = [], []
+    for name, fm, seglen, want in seglens:
+        notes.append("%s: M %d, DDP Segment Length %s, the request's segment "
+                     "was %d bytes" % (name, fm, seglen, want))
+        if fm and seglen != want:
+            probs.append("%s: DDP Segment Length %s with M set, the "
+                         "terminated segment was %d bytes" % (name, seglen, want))
+    if not seglens:
+        probs.append("no Terminate with the request attached to check")
+    tap.result("term_ddp_segment_length", probs, notes)
+
+    print("TAP version 13")
+    print("1..%d" % tap.n)
+    print("\n".join(tap.lines))
+    return 1 if tap.fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
