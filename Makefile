@@ -68,6 +68,7 @@ rdma-core: $(DEPS_OK)
 
 selftests: rdma-core stage ktest
 	$(MAKE) -C $(TOP)/selftests O=$(BUILD)/selftests RDMA_PREFIX=$(RDMA_PREFIX) KSFT_DIR=$(KSFT_DIR)
+	$(MAKE) -C $(TOP)/tools/mpa-peer O=$(BUILD)/tools/mpa-peer
 	$(MAKE) -C $(TOP)/tools/demo O=$(BUILD)/tools/demo RDMA_PREFIX=$(RDMA_PREFIX)
 
 check: modules rdma-core selftests

@@ -7,7 +7,7 @@
 #   selftests/guest.sh SUITE...
 #
 # Single-VM suites: basic basic-stock fixes term_wire perftest identity stress kulp
-# Pair suites (both VMs run them, SIWX_ROLE=a|b): interop atomic_pair
+# Pair suites (both VMs run them, SIWX_ROLE=a|b): interop atomic_pair imm_probe
 #
 # For each SUITE it writes to $SIWX_RESULTS: SUITE.tap (the TAP stream,
 # diagnostics included), SUITE.rc (exit status; 124 = timed out) and
@@ -43,13 +43,19 @@ default_timeout() {
 	fixes) echo 240 ;;
 	usq) echo 180 ;;
 	term_wire) echo 180 ;;
+	rawpeer) echo 600 ;;
 	perftest) echo 240 ;;
 	identity) echo 60 ;;
 	kulp) echo 300 ;;
 	interop) echo 400 ;;
 	atomic) echo 400 ;;
 	atomic_wire) echo 240 ;;
+	imm) echo 600 ;;
+	imm_wire) echo 240 ;;
+	rsockets) echo 600 ;;
+	rsockets_upstream) echo 400 ;;
 	atomic_pair) echo 380 ;;
+	imm_probe) echo 120 ;;
 	stress) echo 900 ;;
 	*) echo 120 ;;
 	esac
@@ -62,13 +68,19 @@ suite_cmd() {
 	fixes) echo "$BIN/fixes" ;;
 	usq) echo "$BIN/usq" ;;
 	term_wire) echo "$HERE/fixes/term_wire.sh" ;;
+	rawpeer) echo "$HERE/rawpeer/rawpeer.sh" ;;
 	perftest) echo "$HERE/perftest/perftest_smoke.sh" ;;
 	identity) echo "$HERE/identity/module_identity.sh" ;;
 	kulp) echo "$HERE/kulp/kulp.sh" ;;
 	interop) echo "$BIN/interop" ;;
 	atomic) echo "$BIN/atomic" ;;
 	atomic_wire) echo "$HERE/atomic/atomic_wire.sh" ;;
+	imm) echo "$BIN/imm" ;;
+	imm_wire) echo "$HERE/imm/imm_wire.sh" ;;
+	rsockets) echo "$HERE/rsockets/rsockets.sh" ;;
+	rsockets_upstream) echo "$HERE/rsockets/rsockets_upstream.sh" ;;
 	atomic_pair) echo "$BIN/atomic_pair" ;;
+	imm_probe) echo "$BIN/imm_probe" ;;
 	stress) echo "$BIN/stress" ;;
 	*) return 1 ;;
 	esac

@@ -9,6 +9,8 @@
 # tools/vm/run:
 #   - one single-VM boot with SIWX_MODULE for every selected single-VM suite
 #     (basic, basic-stock, fixes, term_wire, perftest, identity);
+#   - one single-VM boot with SIWX_UPSTREAM_MODULE for the suites that need
+#     upstream in that topology (rsockets_upstream);
 #   - for interop, two pair boots: SIWX_MODULE in VM a vs
 #     SIWX_UPSTREAM_MODULE in VM b, then swapped;
 #   - for atomic_pair, the same two boots plus one with SIWX_MODULE in
@@ -27,24 +29,27 @@
 #   RDMA_PREFIX           our rdma-core prefix       (build/rdma-core/prefix)
 #   SELFTEST_DIR          build output of selftests/ (build/selftests)
 #   SIWX_RESULTS_DIR      where results go     (SELFTEST_DIR/results/<stamp>)
-#   SIWX_VM_TIMEOUT       single-VM limit, seconds (900)
-#   SIWX_PAIR_TIMEOUT     limit of each pair boot, seconds (420)
+#   SIWX_VM_TIMEOUT       single-VM limit, seconds (1800)
+#   SIWX_PAIR_TIMEOUT     limit of each pair boot, seconds (600)
 #   SIWX_VERBOSE=1        stream the VM consoles
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 
-SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress kulp atomic atomic_wire)
-PAIR_SUITES=(interop atomic_pair)
+SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress kulp rawpeer atomic atomic_wire imm imm_wire rsockets)
+# single-VM suites that need the unmodified upstream module: one more boot
+# with SIWX_UPSTREAM_MODULE (rsockets_upstream: rsockets' fallback path)
+UPSTREAM_SUITES=(rsockets_upstream)
+PAIR_SUITES=(interop atomic_pair imm_probe)
 # what runs without arguments (stress is opt-in: slow, and it still finds
 # a rare upstream bug)
-DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp atomic atomic_wire interop atomic_pair bench)
+DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp rawpeer atomic atomic_wire imm imm_wire rsockets rsockets_upstream interop atomic_pair imm_probe bench)
 
 usage() {
 	sed -n '/^#   selftests\/run.sh/,/^#   SIWX_VERBOSE/s/^# \{0,1\}//p' "$0"
 	echo
-	echo "Suites: ${SINGLE_SUITES[*]} ${PAIR_SUITES[*]} bench (host side: BENCH=quick + report check)"
+	echo "Suites: ${SINGLE_SUITES[*]} ${UPSTREAM_SUITES[*]} ${PAIR_SUITES[*]} bench (host side: BENCH=quick + report check)"
 	echo "Default: ${DEFAULT_SUITES[*]}"
 }
 
@@ -52,7 +57,7 @@ SEL=()
 for a in "$@"; do
 	case $a in
 	-h|--help) usage; exit 0 ;;
-	-l|--list) printf '%s\n' "${SINGLE_SUITES[@]}" "${PAIR_SUITES[@]}" bench; exit 0 ;;
+	-l|--list) printf '%s\n' "${SINGLE_SUITES[@]}" "${UPSTREAM_SUITES[@]}" "${PAIR_SUITES[@]}" bench; exit 0 ;;
 	-*) echo "run.sh: unknown option $a" >&2; usage >&2; exit 2 ;;
 	*) SEL+=("$a") ;;
 	esac
@@ -66,15 +71,16 @@ RDMA_PREFIX=$(abs "${RDMA_PREFIX:-$TOP/build/rdma-core/prefix}")
 SELFTEST_DIR=$(abs "${SELFTEST_DIR:-$TOP/build/selftests}")
 STAMP=$(date +%Y%m%d-%H%M%S)
 RES=${SIWX_RESULTS_DIR:-$SELFTEST_DIR/results/$STAMP}
-VM_TIMEOUT=${SIWX_VM_TIMEOUT:-900}
-PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-420}
+VM_TIMEOUT=${SIWX_VM_TIMEOUT:-1800}
+PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-600}
 VMRUN=$TOP/tools/vm/run
 KERNEL_PROBLEMS='Oops|BUG:|WARNING:|refcount_t|general protection fault|Kernel panic|KASAN:|UBSAN:|blocked for more than|stall|lockup'
 
-single=() pair=() RUN_BENCH=0
+single=() pair=() single_up=() RUN_BENCH=0
 for s in "${SEL[@]}"; do
 	[ "$s" = bench ] && { RUN_BENCH=1; continue; }
 	case " ${SINGLE_SUITES[*]} " in *" $s "*) single+=("$s"); continue ;; esac
+	case " ${UPSTREAM_SUITES[*]} " in *" $s "*) single_up+=("$s"); continue ;; esac
 	case " ${PAIR_SUITES[*]} " in *" $s "*) pair+=("$s"); continue ;; esac
 	echo "run.sh: unknown suite '$s' (run.sh --list)" >&2
 	exit 2
@@ -103,17 +109,27 @@ for s in "${single[@]}"; do
 	case $s in
 	basic|fixes|usq|stress) precheck "bin.$s" "$SELFTEST_DIR/bin/$s" ;;
 	term_wire) precheck bin.term_peer "$SELFTEST_DIR/bin/term_peer" ;;
+	rawpeer) precheck bin.raw_server "$SELFTEST_DIR/bin/raw_server"
+		precheck tool.mpa-peer "$TOP/build/tools/mpa-peer/mpa-peer" ;;
 	basic-stock) precheck bin.stock.basic "$SELFTEST_DIR/stock/basic" ;;
-	kulp) precheck kmod.siwx_ktest "$SELFTEST_DIR/kmod/siwx_ktest.ko" ;;
 	atomic) precheck bin.atomic "$SELFTEST_DIR/bin/atomic" ;;
 	atomic_wire) precheck bin.atomic_peer "$SELFTEST_DIR/bin/atomic_peer" ;;
+	imm) precheck bin.imm "$SELFTEST_DIR/bin/imm" ;;
+	imm_wire) precheck bin.imm_peer "$SELFTEST_DIR/bin/imm_peer" ;;
+	kulp) precheck kmod.siwx_ktest "$SELFTEST_DIR/kmod/siwx_ktest.ko" ;;
 	esac
 done
+# the upstream single-VM boot needs it too (checked once)
+[ ${#single_up[@]} -eq 0 ] || [ ${#pair[@]} -gt 0 ] ||
+	precheck upstream-module "$SIWX_UPSTREAM_MODULE"
 if [ ${#pair[@]} -gt 0 ]; then
 	precheck upstream-module "$SIWX_UPSTREAM_MODULE"
 	precheck bin.interop "$SELFTEST_DIR/bin/interop"
 	case " ${pair[*]} " in *" atomic_pair "*)
 		precheck bin.atomic_pair "$SELFTEST_DIR/bin/atomic_pair" ;;
+	esac
+	case " ${pair[*]} " in *" imm_probe "*)
+		precheck bin.imm_probe "$SELFTEST_DIR/bin/imm_probe" ;;
 	esac
 fi
 case $SELFTEST_DIR in
@@ -152,7 +168,10 @@ report() {
 			name=${name#ok }
 			name=${name#* }	# drop the number
 			name=${name#- }	# and TAP's optional dash
-			if [[ $line == "ok "* ]] && [[ $name == *" # SKIP"* ]]; then
+			if [[ $line == "not ok "* ]] && [[ $name == *" # TODO"* ]]; then
+				reason=${name#* # TODO}
+				skip "$label/${name%% # TODO*}" "TODO${reason}"
+			elif [[ $line == "ok "* ]] && [[ $name == *" # SKIP"* ]]; then
 				reason=${name#* # SKIP}
 				skip "$label/${name%% # SKIP*}" "${reason# }"
 			elif [[ $line == "ok "* ]]; then
@@ -234,6 +253,25 @@ if [ ${#single[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 		[ -s "$dir/$s.secs" ] && echo "    ($s: $(cat "$dir/$s.secs")s)"
 	done
 	vm_verdict single "$dir" "$rc"
+fi
+
+# ---------------------------------------------------------------- single VM, upstream
+# The same topology booted with the unmodified upstream module, for the
+# suites that check behaviour against it (UPSTREAM_SUITES).
+if [ ${#single_up[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
+	dir=$RES/single-upstream
+	echo "--- single VM, upstream module: ${single_up[*]} ($SIWX_UPSTREAM_MODULE)"
+	t0=$(date +%s)
+	# shellcheck disable=SC2046
+	"$VMRUN" $(vm_opts) --module "$SIWX_UPSTREAM_MODULE" --timeout "$VM_TIMEOUT" --out "$dir" \
+		-- "$guest_env $HERE/guest.sh ${single_up[*]}" > "$dir.log" 2>&1
+	rc=$?
+	echo "    (${single_up[*]}: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
+	for s in "${single_up[@]}"; do
+		report "$s" "$dir/$s.tap"
+		[ -s "$dir/$s.secs" ] && echo "    ($s: $(cat "$dir/$s.secs")s)"
+	done
+	vm_verdict single-upstream "$dir" "$rc" "upstream module"
 fi
 
 # ---------------------------------------------------------------- pairs

@@ -75,6 +75,17 @@ for c in "${CASES[@]}"; do
 	summary=$(grep -E '^ *[0-9]+ +[0-9]+' "$clog" | tail -n 1 | tr -s ' ')
 	echo "# $name: client exit $crc after $try tries, server exit $src, ${secs}s"
 	[ -z "$summary" ] || echo "# $name: result line:$summary"
+	# perftest's closing handshake is a Send each way over the test QP;
+	# when the client's arrives before the server posted its receive,
+	# iWARP (no RNR retry) terminates the connection and the server's
+	# own Send fails (LOC_QP_OP_ERR). The measurement itself is done by
+	# then: accept that one failure, and only that one, on the server.
+	if [ "$ok" = 1 ] && [ "$src" != 0 ] && [ -n "$summary" ] &&
+	   grep -q 'Failed to close connection between server and client' "$slog" &&
+	   [ "$(grep -c -iE 'error|failed|bad' "$slog")" -le 3 ]; then
+		echo "# $name: server failed only in perftest's closing handshake (no RNR retry on iWARP)"
+		src=0
+	fi
 	if [ "$ok" = 1 ] && [ "$src" = 0 ]; then
 		echo "ok $i perftest.$name"
 	else

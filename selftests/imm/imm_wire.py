@@ -1,0 +1,632 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""
+imm_wire.py - decode RFC 7306 Immediate Data from raw TCP payload bytes and
+check it against what imm_peer posted. Called by imm_wire.sh; prints TAP.
+
+    imm_wire.py FRAMES.tsv CASE:PORT:PEEROUT ...
+
+FRAMES.tsv (tshark -T fields, tab separated): frame number, tcp.srcport,
+tcp.dstport, tcp.seq (relative), tcp.len, tcp.payload (hex), then tshark's
+own Terminate fields (layer, etype_ddp, errcode_ddp_untagged, M, D, R) and
+its RDMAP opcode, used only as a cross-check. tshark 4.0 has no dissector
+for RDMAP opcodes 0x8/0x9 (it shows "Unknown (0x8)"), so each TCP
+direction is reassembled by sequence number and parsed here from the MPA
+Request/Reply on (RFC 5044, markers off, CRC checked when negotiated),
+FPDU by FPDU: DDP (RFC 5041), RDMAP (RFC 5040), Immediate Data (RFC 7306),
+Terminate.
+
+Expected values (Documentation/rfc7306.md): Immediate Data is RDMAP opcode
+0x8, 0x9 with Solicited Event; untagged, L set, QN 0, the next Send MSN,
+MO 0, RDMAP and DDP version 1, Invalidate STag 0, exactly 8 bytes of data:
+32 zero bits, then the verbs immediate in network order. A write with
+immediate of length > 0 is its tagged RDMA Write message (opcode 0x0)
+immediately followed by the Immediate Data message; a zero-length one is
+the Immediate Data message alone. An Immediate Data message without a
+receive is answered with a Terminate: DDP layer (1), untagged buffer error
+(2), code 0x02 no buffer, with the M and D headers of the message.
+"""
+import struct
+import sys
+
+
+# ---- CRC32c (Castagnoli), reflected, as MPA uses it
+def _crc_table():
+    t = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+CRC_T = _crc_table()
+
+
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = CRC_T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def be16(b, o): return struct.unpack_from(">H", b, o)[0]
+def be32(b, o): return struct.unpack_from(">I", b, o)[0]
+def be64(b, o): return struct.unpack_from(">Q", b, o)[0]
+
+
+def pattern(n, ln):
+    return bytes(((n * 37 + i * 11) & 0xFF) for i in range(ln))
+
+
+class TAP:
+    def __init__(self):
+        self.n = 0
+        self.fails = 0
+        self.lines = []
+
+    def result(self, name, problems, notes=()):
+        self.n += 1
+        for n in notes:
+            self.lines.append("# %s: %s" % (name, n))
+        for p in problems[:15]:
+            self.lines.append("# %s: %s" % (name, p))
+        if len(problems) > 15:
+            self.lines.append("# %s: ... %d more" % (name, len(problems) - 15))
+        if problems:
+            self.fails += 1
+            self.lines.append("not ok %d imm_wire.%s" % (self.n, name))
+        else:
+            self.lines.append("ok %d imm_wire.%s" % (self.n, name))
+
+
+# ---- input
+def read_frames(path):
+    """{(sport, dport): [(seq, bytes)]}, [tshark Terminate rows], opcodes"""
+    segs, terms, tops = {}, [], {}
+    with open(path) as f:
+        for line in f:
+            c = line.rstrip("\n").split("\t")
+            if len(c) < 6 or not c[1]:
+                continue
+            try:
+                sp, dp, seq = int(c[1]), int(c[2]), int(c[3])
+            except ValueError:
+                continue
+            pl = c[5].replace(":", "").strip()
+            if pl:
+                segs.setdefault((sp, dp), []).append((seq, bytes.fromhex(pl)))
+
+            def col(i):
+                return c[i] if len(c) > i else ""
+            if col(6):
+                terms.append({"sport": sp, "dport": dp, "frame": c[0],
+                              "layer": col(6), "etype": col(7), "code": col(8),
+                              "m": col(9), "d": col(10), "r": col(11)})
+            if col(12):     # keyed by the receiving port
+                tops.setdefault(dp, set()).add(col(12))
+    return segs, terms, tops
+
+
+def reassemble(seglist):
+    seglist = sorted(seglist, key=lambda s: s[0])
+    out = bytearray()
+    base = seglist[0][0]
+    gaps = []
+    for seq, b in seglist:
+        off = seq - base
+        if off > len(out):
+            gaps.append("gap of %d bytes at stream offset %d" % (off - len(out), len(out)))
+            out += b"\0" * (off - len(out))
+        if off + len(b) > len(out):
+            out += b[len(out) - off:]
+    return bytes(out), gaps
+
+
+def read_peer(path):
+    """imm_peer's lines -> dict of lists"""
+    r = {"OP": [], "SCQ": [], "RECV": [], "QP": [], "ERROR": [], "CONN": [],
+         "DONE": []}
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        r["ERROR"].append("cannot read %s: %s" % (path, e))
+        return r
+    for ln in lines:
+        w = ln.split()
+        if not w or w[0] not in r:
+            continue
+        if w[0] == "ERROR":
+            r["ERROR"].append(ln)
+            continue
+        r[w[0]].append(dict(x.split("=", 1) for x in w[1:] if "=" in x))
+    return r
+
+
+# ---- MPA / DDP / RDMAP
+class Fpdu:
+    pass
+
+
+def parse_direction(data, want_key):
+    """MPA frame, then FPDUs. Returns (mpa dict, [Fpdu], problems)."""
+    if len(data) < 20 or data[:16] != want_key:
+        return None, [], ["stream does not start with %r" % want_key]
+    probs = []
+    flags, rev, pdlen = data[16], data[17], be16(data, 18)
+    pos = 20 + pdlen
+    fpdus = []
+    while pos < len(data):
+        if pos + 2 > len(data):
+            probs.append("truncated FPDU at offset %d" % pos)
+            break
+        ln = be16(data, pos)
+        pad = (4 - (2 + ln) % 4) % 4
+        end = pos + 2 + ln + pad + 4
+        if end > len(data):
+            probs.append("FPDU at offset %d (ULPDU %d bytes) runs past the "
+                         "capture (%d bytes)" % (pos, ln, len(data)))
+            break
+        f = Fpdu()
+        f.off = pos
+        f.mpalen = ln
+        f.ulpdu = data[pos + 2:pos + 2 + ln]
+        f.covered = data[pos:pos + 2 + ln + pad]
+        f.crc = data[pos + 2 + ln + pad:end]
+        f.problems = []
+        ddp(f)
+        fpdus.append(f)
+        pos = end
+    return {"flags": flags, "rev": rev, "pdlen": pdlen}, fpdus, probs
+
+
+def ddp(f):
+    u = f.ulpdu
+    f.kind = None
+    if len(u) < 2:
+        f.problems.append("ULPDU of %d bytes" % len(u))
+        return
+    b0, b1 = u[0], u[1]
+    f.tagged = bool(b0 & 0x80)
+    f.last = bool(b0 & 0x40)
+    f.ddp_rsvd = (b0 >> 2) & 0xF
+    f.dv = b0 & 0x3
+    f.rv = b1 >> 6
+    f.rsvd_ulp = (b1 >> 4) & 0x3
+    f.opcode = b1 & 0xF
+    if f.tagged:
+        if len(u) < 14:
+            f.problems.append("tagged header truncated")
+            return
+        f.stag, f.to = be32(u, 2), be64(u, 6)
+        f.hdr, f.payload = u[:14], u[14:]
+    else:
+        if len(u) < 18:
+            f.problems.append("untagged header truncated")
+            return
+        f.inval, f.qn, f.msn, f.mo = be32(u, 2), be32(u, 6), be32(u, 10), be32(u, 14)
+        f.hdr, f.payload = u[:18], u[18:]
+    f.kind = f.opcode
+
+
+def check_crc(fpdus, crc_on):
+    probs, notes, order = [], [], set()
+    for f in fpdus:
+        got, want = f.crc, crc32c(f.covered)
+        if crc_on:
+            if got == struct.pack("<I", want):
+                order.add("little-endian")
+            elif got == struct.pack(">I", want):
+                order.add("big-endian")
+            else:
+                probs.append("FPDU at %d: CRC %s, computed 0x%08x" %
+                             (f.off, got.hex(), want))
+        elif got != b"\0\0\0\0" and got not in (struct.pack("<I", want),
+                                                  struct.pack(">I", want)):
+            probs.append("FPDU at %d: CRC not negotiated but field is %s" %
+                         (f.off, got.hex()))
+    if crc_on and order:
+        notes.append("CRC32c valid on every FPDU (%s)" % "/".join(sorted(order)))
+    return probs, notes
+
+
+def messages(fpdus):
+    """Group FPDUs into messages: [(kind, [fpdus])] in order of their last
+    segment (tagged: consecutive segments up to L; untagged: by QN/MSN)."""
+    msgs, open_t, open_u = [], None, {}
+    for f in fpdus:
+        if f.kind is None:
+            continue
+        if f.tagged:
+            if open_t is None:
+                open_t = []
+            open_t.append(f)
+            if f.last:
+                msgs.append((f.kind, open_t))
+                open_t = None
+        else:
+            k = (f.qn, f.msn)
+            open_u.setdefault(k, []).append(f)
+            if f.last:
+                msgs.append((f.kind, open_u.pop(k)))
+    return msgs
+
+
+KIND_NAMES = {0x0: "Write", 0x1: "ReadReq", 0x2: "ReadResp", 0x3: "Send",
+              0x4: "SendInv", 0x5: "Send+SE", 0x6: "SendInv+SE",
+              0x7: "Terminate", 0x8: "Imm", 0x9: "Imm+SE", 0xA: "AtomicReq",
+              0xB: "AtomicResp"}
+
+
+def kname(k):
+    return KIND_NAMES.get(k, "0x%x" % k)
+
+
+def main():
+    tap = TAP()
+    frames, conns = sys.argv[1], sys.argv[2:]
+    segs, tterms, tops = read_frames(frames)
+    C = {}
+    dprobs, dnotes = [], []
+    for spec in conns:
+        name, port, out = spec.split(":", 2)
+        port = int(port)
+        peer = read_peer(out)
+        c = {"name": name, "port": port, "peer": peer, "req": [], "rsp": []}
+        C[name] = c
+        for e in peer["ERROR"]:
+            dnotes.append("%s: peer: %s" % (name, e))
+        if not peer["CONN"]:
+            dprobs.append("%s: imm_peer did not connect (see its output)" % name)
+        up = [(k, v) for k, v in segs.items() if k[1] == port]
+        down = [(k, v) for k, v in segs.items() if k[0] == port]
+        if len(up) != 1 or len(down) != 1:
+            dprobs.append("%s (port %d): %d client->server and %d server->client "
+                          "TCP flows captured" % (name, port, len(up), len(down)))
+            continue
+        for dirn, (key, sl), mkey in (("req", up[0], b"MPA ID Req Frame"),
+                                      ("rsp", down[0], b"MPA ID Rep Frame")):
+            data, gaps = reassemble(sl)
+            dprobs += ["%s %s: %s" % (name, dirn, g) for g in gaps]
+            mpa, fp, pr = parse_direction(data, mkey)
+            dprobs += ["%s %s: %s" % (name, dirn, p) for p in pr]
+            c["mpa_" + dirn] = mpa
+            c[dirn] = fp
+            for f in fp:
+                dprobs += ["%s %s FPDU at %d: %s" % (name, dirn, f.off, p)
+                           for p in f.problems]
+        if c.get("mpa_req") and c.get("mpa_rsp"):
+            fl = c["mpa_req"]["flags"] | c["mpa_rsp"]["flags"]
+            if fl & 0x80:
+                dprobs.append("%s: MPA markers negotiated (not handled)" % name)
+            crc_on = bool(fl & 0x40)
+            pr, nt = check_crc(c["req"] + c["rsp"], crc_on)
+            dprobs += ["%s: %s" % (name, p) for p in pr]
+            dnotes.append("%s: MPA rev %d/%d, CRC %s, %d FPDUs requester->"
+                          "responder, %d back" %
+                          (name, c["mpa_req"]["rev"], c["mpa_rsp"]["rev"],
+                           "on" if crc_on else "off", len(c["req"]), len(c["rsp"])))
+            dnotes += ["%s: %s" % (name, n) for n in nt]
+            c["msgs"] = messages(c["req"])
+            dnotes.append("%s: requester messages: %s" %
+                          (name, " ".join(kname(k) for k, _ in c["msgs"])))
+        if port in tops:
+            dnotes.append("%s: tshark's RDMAP opcodes (first per frame) from "
+                          "the requester: %s (it has no name for 0x8/0x9)" %
+                          (name, ",".join(sorted(tops[port]))))
+    tap.result("capture_decoded", dprobs, dnotes)
+
+    ops = C.get("ops")
+    have_ops = ops is not None and "msgs" in ops
+    posted = ops["peer"]["OP"] if ops else []
+    wimms = [o for o in posted if o.get("kind") == "wimm"]
+
+    def imm_fpdus(c):
+        return [f for f in c["req"] if f.kind in (0x8, 0x9)]
+
+    # ---- headers of every Immediate Data message (both connections)
+    probs, cnt = [], 0
+    for c in C.values():
+        for f in imm_fpdus(c):
+            cnt += 1
+            w = "%s Immediate Data at %d" % (c["name"], f.off)
+            if f.tagged:
+                probs.append(w + ": tagged")
+                continue
+            if f.rv != 1:
+                probs.append(w + ": RDMAP version %d" % f.rv)
+            if f.dv != 1:
+                probs.append(w + ": DDP version %d" % f.dv)
+            if not f.last:
+                probs.append(w + ": L flag clear")
+            if f.ddp_rsvd or f.rsvd_ulp:
+                probs.append(w + ": reserved bits set (DDP 0x%x, RDMAP 0x%x)" %
+                             (f.ddp_rsvd, f.rsvd_ulp))
+            if f.qn != 0:
+                probs.append(w + ": QN %d, want 0" % f.qn)
+            if f.mo != 0:
+                probs.append(w + ": MO %d, want 0" % f.mo)
+            if f.inval != 0:
+                probs.append(w + ": Invalidate STag 0x%08x, want 0" % f.inval)
+            if len(f.payload) != 8:
+                probs.append(w + ": %d bytes of data, want exactly 8" %
+                             len(f.payload))
+            if f.mpalen != 26:
+                probs.append(w + ": ULPDU length %d, want 26" % f.mpalen)
+    if cnt == 0:
+        probs.append("no Immediate Data message (RDMAP opcode 0x8/0x9) on the wire")
+    tap.result("imm_headers", probs, ["%d Immediate Data messages" % cnt])
+
+    # ---- payload: 32 zero bits + the verbs immediate, in posted order
+    probs, notes = [], []
+    if not have_ops:
+        probs.append("no decoded 'ops' connection")
+    else:
+        wire = [f for f in imm_fpdus(ops) if len(f.payload) == 8]
+        if len(wire) != len(wimms):
+            probs.append("%d writes with immediate posted, %d Immediate Data "
+                         "messages" % (len(wimms), len(wire)))
+        for o, f in zip(wimms, wire):
+            want = struct.pack(">II", 0, int(o["imm"], 16))
+            notes.append("op %s: Immediate Data %s (verbs imm 0x%s)" %
+                         (o["n"], f.payload.hex(), o["imm"]))
+            if f.payload != want:
+                probs.append("op %s: Immediate Data %s, want %s" %
+                             (o["n"], f.payload.hex(), want.hex()))
+    tap.result("imm_payload", probs, notes)
+
+    # ---- opcode 0x9 exactly for the solicited ones
+    probs = []
+    if have_ops:
+        wire = imm_fpdus(ops)
+        for o, f in zip(wimms, wire):
+            want = 0x9 if o.get("se") == "1" else 0x8
+            if f.kind != want:
+                probs.append("op %s (%ssolicited): RDMAP opcode 0x%x, want 0x%x" %
+                             (o["n"], "" if o.get("se") == "1" else "not ",
+                              f.kind, want))
+        if not any(o.get("se") == "1" for o in wimms):
+            probs.append("no solicited write with immediate was posted")
+    else:
+        probs.append("no decoded 'ops' connection")
+    tap.result("imm_opcode_se", probs)
+
+    # ---- QN 0: Sends and Immediate Data share the MSN sequence
+    probs, notes = [], []
+    if have_ops:
+        q0 = [(k, fl) for k, fl in ops["msgs"] if not fl[0].tagged and fl[0].qn == 0]
+        kinds = "".join("I" if k in (0x8, 0x9) else "S" if k in (0x3, 0x5) else "?"
+                        for k, _ in q0)
+        want = "".join("I" if o["kind"] == "wimm" else "S"
+                       for o in posted if o["kind"] in ("send", "wimm"))
+        msns = [fl[0].msn for _, fl in q0]
+        notes.append("queue 0 carries %s, MSNs %s" % (kinds, msns))
+        if kinds != want:
+            probs.append("queue 0 carries %s, posted %s" % (kinds, want))
+        if msns != list(range(1, len(msns) + 1)):
+            probs.append("queue 0 MSNs %s, want 1..%d" % (msns, len(msns)))
+        for k, fl in q0:
+            if any(f.msn != fl[0].msn for f in fl):
+                probs.append("a message with several MSNs")
+        # Send opcodes: 0x5 exactly for the solicited ones
+        sends = [o for o in posted if o["kind"] == "send"]
+        wsends = [k for k, _ in q0 if k in (0x3, 0x5)]
+        for o, k in zip(sends, wsends):
+            if k != (0x5 if o.get("se") == "1" else 0x3):
+                probs.append("op %s: Send opcode 0x%x" % (o["n"], k))
+    else:
+        probs.append("no decoded 'ops' connection")
+    tap.result("qn0_msn_shared_with_send", probs, notes)
+
+    # ---- the message sequence: Write right before its Immediate Data
+    probs, notes = [], []
+    if have_ops:
+        want = []
+        for o in posted:
+            n, ln = int(o["n"]), int(o["len"])
+            if o["kind"] == "send":
+                want.append(("Send", n, o))
+            elif o["kind"] == "write":
+                want.append(("Write", n, o))
+            elif o["kind"] == "wimm":
+                if ln > 0:
+                    want.append(("Write", n, o))
+                want.append(("Imm", n, o))
+        got = ops["msgs"]
+        gk = ["Write" if k == 0x0 else "Imm" if k in (0x8, 0x9) else
+              "Send" if k in (0x3, 0x5) else kname(k) for k, _ in got]
+        wk = [w[0] for w in want]
+        notes.append("wire: %s" % " ".join(gk))
+        if gk != wk:
+            probs.append("message sequence %s, want %s" % (" ".join(gk), " ".join(wk)))
+        for (wkind, n, o), (k, fl) in zip(want, got):
+            if wkind != "Write" or k != 0x0:
+                continue
+            ln = int(o["len"])
+            stag, to = int(o["rkey"], 16), int(o["raddr"], 16)
+            data = b"".join(f.payload for f in fl)
+            if len(data) != ln:
+                probs.append("op %s: Write of %d bytes, posted %d" % (n, len(data), ln))
+            off = 0
+            for f in fl:
+                if f.stag != stag or f.to != to + off:
+                    probs.append("op %s: segment STag 0x%08x TO 0x%x, want 0x%08x 0x%x"
+                                 % (n, f.stag, f.to, stag, to + off))
+                if f.rv != 1 or f.dv != 1:
+                    probs.append("op %s: versions RDMAP %d DDP %d" % (n, f.rv, f.dv))
+                off += len(f.payload)
+            if not fl[-1].last or any(f.last for f in fl[:-1]):
+                probs.append("op %s: L flag not on the last segment only" % n)
+            if data != pattern(n, ln):
+                probs.append("op %s: Write data differs from the posted pattern" % n)
+            notes.append("op %s (%s, %d bytes): tagged Write in %d FPDU(s), STag "
+                         "0x%08x TO 0x%x" % (n, o["kind"], ln, len(fl), stag, to))
+        zl = [o for o in wimms if int(o["len"]) == 0]
+        if not zl:
+            probs.append("no zero-length write with immediate was posted")
+    else:
+        probs.append("no decoded 'ops' connection")
+    tap.result("write_before_imm", probs, notes)
+
+    # ---- what the receiver reported (byte_len rule of rfc7306.md)
+    probs, notes = [], []
+    if ops:
+        recvs = ops["peer"]["RECV"]
+        scq = ops["peer"]["SCQ"]
+        bad = [s for s in scq if s.get("status") != "success"]
+        if len(scq) != len(posted) or bad:
+            probs.append("sender: %d completions for %d posts, %d not successful"
+                         % (len(scq), len(posted), len(bad)))
+        cons = [o for o in posted if o["kind"] in ("send", "wimm")]
+        if len(recvs) != len(cons):
+            probs.append("%d receive completions for %d Sends/writes with "
+                         "immediate" % (len(recvs), len(cons)))
+        prev = None
+        blen = {}
+        for o in posted:
+            ln = int(o["len"])
+            if o["kind"] == "wimm":
+                blen[o["n"]] = ln if ln else (int(prev["len"]) if prev and
+                                             prev["kind"] == "write" else 0)
+            prev = o
+        for o, r in zip(cons, recvs):
+            w = "op %s (%s %s)" % (o["n"], o["kind"], o["len"])
+            if r.get("status") != "success":
+                probs.append("%s: status %s" % (w, r.get("status")))
+            flags = int(r.get("flags", "0"), 16)
+            if o["kind"] == "send":
+                if r.get("opcode") != "RECV" or flags & 2 or int(r["len"]) != int(o["len"]):
+                    probs.append("%s: %s" % (w, r))
+            else:
+                if r.get("opcode") != "RECV_RDMA_WITH_IMM" or not flags & 2:
+                    probs.append("%s: opcode %s flags 0x%x" % (w, r.get("opcode"), flags))
+                if r.get("imm") != o["imm"]:
+                    probs.append("%s: imm %s, posted %s" % (w, r.get("imm"), o["imm"]))
+                if int(r["len"]) != blen[o["n"]]:
+                    probs.append("%s: byte_len %s, want %d" % (w, r["len"], blen[o["n"]]))
+                notes.append("%s: imm %s byte_len %s" % (w, r.get("imm"), r.get("len")))
+    else:
+        probs.append("no 'ops' case")
+    tap.result("receiver_completions", probs, notes)
+
+    # ---- Terminate for the Immediate Data without a receive
+    c = C.get("norecv")
+    probs, notes = [], []
+    if not c or not c.get("mpa_rsp"):
+        probs.append("no decoded 'norecv' connection")
+    else:
+        imms = [f for f in imm_fpdus(c)]
+        imm = imms[0] if imms else None
+        if imm is None:
+            probs.append("the Immediate Data message is not on the wire")
+        elif imm.payload != struct.pack(">II", 0, 0xfeedf00d):
+            probs.append("Immediate Data %s" % imm.payload.hex())
+        terms = [f for f in c["rsp"] if f.kind == 0x7]
+        if any(f.kind == 0x7 for f in c["req"]):
+            notes.append("the requester sent a Terminate too")
+        if any(f.kind == 0x2 for f in c["rsp"]):
+            probs.append("the responder served the Read behind the refused message")
+        if not terms:
+            probs.append("the responder sent no Terminate")
+        else:
+            t = terms[0]
+            p = t.payload
+            if t.tagged or t.qn != 2 or t.rv != 1 or not t.last or t.mo != 0:
+                probs.append("Terminate header: tagged %s QN %s RV %s L %s MO %s" %
+                             (t.tagged, getattr(t, "qn", "?"), t.rv, t.last,
+                              getattr(t, "mo", "?")))
+            elif t.msn != 1:
+                probs.append("Terminate MSN %d, want 1 (first on queue 2)" % t.msn)
+            if len(p) < 4:
+                probs.append("Terminate of %d bytes" % len(p))
+            else:
+                layer, etype, code = p[0] >> 4, p[0] & 0xF, p[1]
+                fm, fd, fr = bool(p[2] & 0x80), bool(p[2] & 0x40), bool(p[2] & 0x20)
+                notes.append("Terminate control %s: layer %d etype %d code 0x%02x "
+                             "M%d D%d R%d, %d bytes attached" %
+                             (p[:4].hex(), layer, etype, code, fm, fd, fr, len(p) - 4))
+                if (layer, etype, code) != (1, 2, 0x02):
+                    probs.append("layer/etype/code %d/%d/0x%02x, want 1/2/0x02 "
+                                 "(DDP / untagged buffer / no buffer available)" %
+                                 (layer, etype, code))
+                if (fm, fd, fr) != (True, True, False):
+                    probs.append("header flags M%d D%d R%d, want M1 D1 R0" % (fm, fd, fr))
+                att = p[4:]
+                if imm is not None and fm and fd:
+                    # RFC 5040 4.8: the length of the terminated DDP
+                    # Segment: its ULPDU length (26). Upstream siw reports
+                    # the length after the RDMAP header instead, which is
+                    # 8 here; anything else is wrong either way.
+                    seglen = be16(att, 0) if len(att) >= 2 else None
+                    if seglen not in (imm.mpalen, len(imm.payload)):
+                        probs.append("attached DDP segment length %s, want %d "
+                                     "(the segment's ULPDU length) or %d (its "
+                                     "data after the headers)" %
+                                     (seglen, imm.mpalen, len(imm.payload)))
+                    else:
+                        notes.append("attached DDP segment length %d" % seglen)
+                    if att[2:20] != imm.hdr:
+                        probs.append("attached DDP header %s, the message's %s" %
+                                     (att[2:20].hex(), imm.hdr.hex()))
+                    else:
+                        notes.append("attached DDP header is the Immediate Data's "
+                                     "(MSN %d)" % imm.msn)
+        for s in c["peer"]["SCQ"]:
+            notes.append("sender wr %s: %s" % (s.get("wr"), s.get("status")))
+        for q in c["peer"]["QP"]:
+            notes.append("QP states: client %s server %s" % (q.get("client"),
+                                                             q.get("server")))
+            if q.get("server") != "ERR" or q.get("client") != "ERR":
+                probs.append("QPs not in error: %s" % q)
+        for r in c["peer"]["RECV"]:
+            if r.get("status") == "success":
+                probs.append("the receiver completed a receive: %s" % r)
+        # The Read behind it: the imm suite checks its completion; here
+        # only that it did not succeed (it may never have reached the
+        # wire when the Terminate overtook the post).
+        scq = c["peer"]["SCQ"]
+        if len(scq) < 2:
+            notes.append("sender: %d of 2 completions (the Read did not "
+                         "complete)" % len(scq))
+        elif scq[1].get("status") == "success":
+            probs.append("the Read behind the refused message succeeded")
+        if scq and scq[0].get("status") != "success":
+            notes.append("the write with immediate itself completed %s" %
+                         scq[0].get("status"))
+    tap.result("term_no_receive", probs, notes)
+
+    # ---- tshark's reading of the same Terminate
+    probs, notes = [], []
+    if not c:
+        probs.append("no 'norecv' case")
+    else:
+        rows = [r for r in tterms if r["sport"] == c["port"]]
+        if not rows:
+            probs.append("tshark decoded no Terminate from the responder")
+        else:
+            r = rows[0]
+
+            def num(x):
+                try:
+                    return int(x, 0)
+                except ValueError:
+                    return {"True": 1, "False": 0}.get(x)
+            notes.append("tshark: layer %s etype_ddp %s errcode_ddp_untagged %s "
+                         "M %s D %s R %s" % (r["layer"], r["etype"], r["code"],
+                                             r["m"], r["d"], r["r"]))
+            if (num(r["layer"]), num(r["etype"]), num(r["code"])) != (1, 2, 2):
+                probs.append("tshark reads layer/etype/code %s/%s/%s, want 1/2/2" %
+                             (r["layer"], r["etype"], r["code"]))
+            if num(r["m"]) != 1 or num(r["d"]) != 1:
+                probs.append("tshark reads M %s D %s" % (r["m"], r["d"]))
+    tap.result("term_no_receive_tshark", probs, notes)
+
+    print("TAP version 13")
+    print("1..%d" % tap.n)
+    print("\n".join(tap.lines))
+    return 1 if tap.fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

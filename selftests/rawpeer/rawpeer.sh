@@ -1,0 +1,472 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# rawpeer.sh - frames no real peer produces. TAP output. Single-VM topology.
+#
+#   rawpeer.sh [-l] [NAME-REGEX]
+#
+# Each case starts raw_server (rdma_cm listener on SIWX_ADDR0/siw0 with one
+# MR, a guard page on each side, all filled with a pattern) and drives
+# tools/mpa-peer (a user-space iWARP peer over plain TCP) against it with
+# the frames the case crafts. It asserts:
+#   - what came back: the Terminate's Layer/EType/Error Code (RFC 5040
+#     numbers) and the headers it carries, or the expected responses;
+#   - that the connection was torn down after a Terminate and nothing
+#     followed it;
+#   - raw_server: the whole area byte for byte as expected (unchanged
+#     unless the case says otherwise), no receive completed successfully
+#     after a refused frame;
+#   - the kernel survived: the next case connects again, and the last test
+#     (rawpeer.kernel_clean) finds no Oops/WARNING/BUG in dmesg and the
+#     device still answering.
+# Expected Terminates are those of Documentation/rfc7306.md and
+# inbound-checks.md. Immediate Data cases are reported as TODO (never as a
+# pass) when the module does not report SIW_CAP_IMM_DATA; cases where
+# raw_server must post an atomic are skipped when libsiw cannot post one.
+#
+# Environment: SIWX_BIN (raw_server), SIWX_MPA_PEER (mpa-peer binary,
+# default build/tools/mpa-peer/mpa-peer), SIWX_ADDR0, SIWX_RESULTS (logs go
+# to SIWX_RESULTS/rawpeer/), SIWX_RAWPEER_PORT (first TCP port, 41000).
+#
+# Process creation is slow under TCG: the checks use bash builtins only.
+
+# ${...} in single quotes are for mpa-peer, not the shell:
+# shellcheck disable=SC2016
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+BIN=${SIWX_BIN:-$TOP/build/selftests/bin}
+PEER=${SIWX_MPA_PEER:-$TOP/build/tools/mpa-peer/mpa-peer}
+A0=${SIWX_ADDR0:-192.168.77.1}
+OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}/rawpeer
+PORT=${SIWX_RAWPEER_PORT:-41000}
+PROBLEMS='Oops|BUG:|WARNING:|refcount_t|general protection fault|Kernel panic|KASAN:|UBSAN:|Call Trace'
+
+# ---------------------------------------------------------------- cases
+#
+# tc NAME 'SERVER-ARGS' 'PEER-OPTIONS' 'EXPECT' STEP...
+#
+# SERVER-ARGS: raw_server options (besides --port). PEER-OPTIONS: mpa-peer
+# options. STEPs: mpa-peer steps; mpa-peer fills in ${rkey}, ${addr},
+# ${len} (raw_server's private data), ${ird}/${ord} (MPA Reply) and
+# ${rx_*} (last FPDU received). EXPECT, blank separated:
+#   term=L/E/C    exactly one Terminate, with these Layer/EType/Code
+#   noterm        no Terminate
+#   hdrs=X        the Terminate's M/D/R flags (MDR, MD, -)
+#   rx:REGEX      some 'rx ...' line of mpa-peer matches (bash regex)
+#   peer:REGEX    some line of mpa-peer's output matches
+#   !peer:REGEX   no line of mpa-peer's output matches
+#   srv:REGEX     some 'server ...' line matches (without 'server ')
+#   !srv:REGEX    no 'server ...' line matches
+#   qp-err        the responder QP is in ERR at the end, with every posted
+#                 receive completed (flushed if not consumed)
+#   recv-ok       allow successful receive completions before a Terminate
+#   noconn        the responder must not accept a connection
+#   needs=imm     Immediate Data: TODO when the module lacks it
+#   needs=post    raw_server posts an atomic: SKIP if libsiw cannot
+NAMES=() SARGS=() POPTS=() EXPS=() STEPS=()
+tc() {
+	local IFS=$'\x1f'
+
+	NAMES+=("$1") SARGS+=("$2") POPTS+=("$3") EXPS+=("$4")
+	shift 4
+	STEPS+=("$*")
+}
+
+AT='stag=${rkey} to=${addr}'
+V0=0x1122334455667788
+V1=0x00000000000000ff
+FLUSHED='cqe.cq=recv.wr_id=103.status=Work.Request.Flushed.Error'
+
+# --- the tool itself: MPA handshake, CRC, plain operations
+tc mpa.crc_on.send_write "--expect-hex 16=a1b2c3d4e5" "--crc" \
+	"noterm peer:^reply.*c=1 srv:cqe.cq=recv.wr_id=100.status=success.*byte_len=5.*data=0011223344" \
+	'send data=0011223344' "write stag=\${rkey} to=\${addr}+16 data=a1b2c3d4e5"
+tc mpa.crc_off.send_write "--expect-hex 16=a1b2c3d4e5" "--no-crc" \
+	"noterm peer:^reply.*c=0 srv:cqe.cq=recv.wr_id=100.status=success.*byte_len=5.*data=0011223344" \
+	'send data=0011223344' "write stag=\${rkey} to=\${addr}+16 data=a1b2c3d4e5"
+tc mpa.rev1 "" "--rev 1" \
+	"noterm peer:^reply.rev=1.*s=0 srv:cqe.cq=recv.wr_id=100.status=success.*data=00" \
+	'send data=00'
+tc mpa.read_response "" "" \
+	"noterm rx:opcode=0x2.read_resp.*stag=0x00001234.to=0x8.*payload=16.*crc=ok" \
+	"read_req sink_stag=0x1234 sink_to=8 size=16 src_stag=\${rkey} src_to=\${addr}" 'rx ms=5000 until=2'
+tc mpa.p2p_write_rtr "" "--p2p --rtr write" \
+	"noterm peer:^reply.*a=1.*c_rtr=1 peer:^rtr.sent=write srv:cqe.cq=recv.wr_id=100.status=success.*data=77" \
+	'send data=77'
+tc mpa.p2p_read_rtr "" "--p2p --rtr read" \
+	"noterm peer:^reply.*a=1.*d_rtr=1 peer:^rtr.sent=read rx:opcode=0x2.read_resp srv:cqe.cq=recv.wr_id=100.status=success.*data=78" \
+	'send data=78'
+tc mpa.markers_rejected "--timeout 5000" "--markers" \
+	"noconn peer:^reply.*r=1 peer:^closed"
+tc mpa.rev3_refused "--timeout 5000" "--rev 3" \
+	"noconn !peer:^reply.*r=0"
+
+# --- regressions: upstream fixes and long-standing checks
+for op in c d e f; do
+	tc "rdmap.opcode_0x$op" "" "" "term=0/2/0x06" "untagged opcode=0x$op qn=0 data=00112233"
+done
+tc rdmap.version_0 "" "" "term=0/2/0x05" 'send data=00 rv=0'
+tc rdmap.version_2 "" "" "term=0/2/0x05" 'send data=00 rv=2'
+tc ddp.version_0_untagged "" "" "term=1/2/0x06" 'send data=00 dv=0'
+tc ddp.version_0_tagged "" "" "term=1/1/0x04" "write $AT data=00 dv=0"
+tc mpa.bad_crc "" "--crc" "term=2/0/0x02" 'send data=00 crc=bad'
+tc mpa.short_len.send "" "" "term=2/0/0x03" 'send data=0011223344556677 mpalen=4'
+tc mpa.short_len.read_req "" "" "term=2/0/0x03" \
+	"read_req sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr} mpalen=18"
+tc mpa.short_len.atomic "" "" "term=2/0/0x03" "atomic $AT add=1 mpalen=30"
+tc send.no_receive "--recv 0" "" "term=1/2/0x02 hdrs=MD" 'send data=00'
+tc send.wrong_qn "" "" "term=1/2/0x01 hdrs=MD" 'send data=00 qn=5'
+tc send.wrong_msn "" "" "term=1/2/0x03 hdrs=MD" 'send data=00 msn=7'
+tc write.no_remote_write "--access lw,rr" "" "term=any" "write $AT data=00112233"
+tc read_req.no_remote_read "--access lw,rw" "" "term=0/1/0x02 hdrs=MDR rx:att_opcode=0x1.att_qn=1" \
+	"read_req sink_stag=1 sink_to=0 size=24 src_stag=\${rkey} src_to=\${addr}"
+tc read_req.term_echoes_msn "--access lw,rw" "" "term=0/1/0x02 rx:att_opcode=0x1.att_qn=1.att_msn=1.att_mo=0" \
+	"read_req sink_stag=1 sink_to=0 size=24 src_stag=\${rkey} src_to=\${addr}"
+tc read_req.wrong_qn "" "" "term=1/2/0x01 hdrs=MD" \
+	"read_req qn=0 sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr}"
+tc read_req.ird_exceeded "--ird 1 --ord 1" "--ird 1 --ord 1 --coalesce" \
+	"term=0/2/0x07 peer:^reply.*ird=1" \
+	"read_req sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr} repeat=8"
+# The responder's QP after a Terminate: in ERR, its receives flushed.
+# rx_path: refused on receipt; tx_path: refused while building the response.
+tc responder.qp_error_after_term.rx_path "" "" "term=1/2/0x01 qp-err" 'send data=00 qn=5'
+tc responder.qp_error_after_term.tx_path "--access lw,rw" "" "term=0/1/0x02 qp-err" \
+	"read_req sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr}"
+tc responder.qp_error_after_term.atomic "--access lw,rw,rr" "" "term=0/1/0x02 qp-err" \
+	"atomic $AT add=1"
+
+# --- RFC 7306 Atomic Requests (QN 1, MSN shared with Read Requests)
+for aop in 1 3 15; do
+	tc "atomic.aopcode_$aop" "--set-u64 0=$V0" "" \
+		"term=0/2/0x06 hdrs=MDR rx:att_opcode=0xa.*att_aop=$aop.att_reqid=0x1" \
+		"atomic aop=$aop $AT add=1 addmask=~0 cmp=1 cmpmask=~0"
+done
+tc atomic.qn_0 "--set-u64 0=$V0" "" "term=1/2/0x01 hdrs=MD" "atomic qn=0 $AT add=1"
+tc atomic.qn_2 "--set-u64 0=$V0" "" "term=1/2/0x01 hdrs=MD" "atomic qn=2 $AT add=1"
+tc atomic.qn_3 "--set-u64 0=$V0" "" "term=1/2/0x01 hdrs=MD" "atomic qn=3 $AT add=1"
+tc atomic.wrong_msn "--set-u64 0=$V0" "" "term=1/2/0x03 hdrs=MD" "atomic msn=2 $AT add=1"
+tc atomic.mo_nonzero "--set-u64 0=$V0" "" "term=1/2/0x04" "atomic mo=4 $AT add=1"
+tc atomic.not_last "--set-u64 0=$V0" "" "term=1/2/0x04" "atomic l=0 $AT add=1"
+tc atomic.with_payload "--set-u64 0=$V0" "" "term=1/2/0x05" \
+	"atomic $AT add=1 data=0011223344556677"
+tc atomic.misaligned "--set-u64 0=$V0" "" "term=0/2/0x07 hdrs=MDR rx:att_opcode=0xa" \
+	"atomic stag=\${rkey} to=\${addr}+4 add=1"
+tc atomic.invalid_stag_index "--set-u64 0=$V0" "" \
+	"term=0/1/0x00 hdrs=MDR rx:att_opcode=0xa.*att_reqid=0x77" \
+	"atomic reqid=0x77 stag=\${rkey}^0x100 to=\${addr} add=1"
+tc atomic.invalid_stag_key "--set-u64 0=$V0" "" "term=0/1/0x00 hdrs=MDR rx:att_opcode=0xa" \
+	"atomic stag=\${rkey}^0x1 to=\${addr} add=1"
+tc atomic.bounds_end "--set-u64 0=$V0" "" "term=0/1/0x01 hdrs=MDR rx:att_opcode=0xa" \
+	"atomic stag=\${rkey} to=\${addr}+\${len} add=1"
+tc atomic.bounds_before "--set-u64 0=$V0" "" "term=0/1/0x01 hdrs=MDR rx:att_opcode=0xa" \
+	"atomic stag=\${rkey} to=\${addr}-8 add=1"
+tc atomic.bounds_wrap "--set-u64 0=$V0" "" "term=0/1/0x01 hdrs=MDR rx:att_opcode=0xa" \
+	"atomic stag=\${rkey} to=0xfffffffffffffff8 add=1"
+tc atomic.no_remote_atomic "--access lw,rw,rr --set-u64 0=$V0" "" \
+	"term=0/1/0x02 hdrs=MDR rx:att_opcode=0xa" "atomic $AT add=1"
+tc atomic.cmpswap_no_remote_atomic "--access lw,rw,rr --set-u64 0=$V0" "" \
+	"term=0/1/0x02 hdrs=MDR rx:att_opcode=0xa.*att_aop=2" \
+	"atomic aop=2 $AT cmp=$V0 cmpmask=~0 swap=0 swapmask=~0"
+tc atomic.other_pd "--pd2 --set-u64 0=$V0" "" \
+	"term=0/1/0x03 hdrs=MDR rx:att_opcode=0xa" "atomic $AT add=1"
+tc atomic.ird_exceeded "--ird 1 --ord 1 --set-u64 0=$V0" "--ird 1 --ord 1 --coalesce" \
+	"term=0/2/0x07 peer:^reply.*ird=1" "atomic $AT add=0 repeat=8"
+tc atomic.response_unsolicited "" "" "term=1/2/0x02 hdrs=MD" 'atomic_resp reqid=1 value=0'
+tc atomic.fetchadd "--set-u64 8=$V0 --expect-u64 8=$((V0 + 0x10101))" "" \
+	"noterm rx:opcode=0xb.atomic_resp.*qn=3.msn=1.*reqid=0x5eed.value=0x1122334455667788" \
+	"atomic aop=0 reqid=0x5eed stag=\${rkey} to=\${addr}+8 add=0x10101" 'rx ms=5000 until=0xb'
+tc atomic.fetchadd_last_word "--set-u64 4088=$V0 --expect-u64 4088=$((V0 - 1))" "" \
+	"noterm rx:opcode=0xb.*value=0x1122334455667788" \
+	"atomic stag=\${rkey} to=\${addr}+\${len}-8 add=~0" 'rx ms=5000 until=0xb'
+tc atomic.fetchadd_twice "--set-u64 0=$V0 --expect-u64 0=$((V0 + 3))" "" \
+	"noterm rx:opcode=0xb.*qn=3.msn=1.*reqid=0x1.value=0x1122334455667788 rx:opcode=0xb.*qn=3.msn=2.*reqid=0x2.value=0x1122334455667789" \
+	"atomic $AT add=1" 'rx ms=5000 until=0xb' "atomic $AT add=2" 'rx ms=5000 until=0xb'
+tc atomic.after_read_msn "--set-u64 0=$V0 --expect-u64 0=$((V0 + 1))" "" \
+	"noterm rx:opcode=0x2.read_resp rx:opcode=0xb.*qn=3.msn=1.*value=0x1122334455667788" \
+	"read_req sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr}+8" 'rx ms=5000 until=2' \
+	"atomic $AT add=1" 'rx ms=5000 until=0xb'
+tc atomic.fetchadd_masked "--set-u64 0=$V1 --expect-u64 0=0x0000000000000000" "" \
+	"noterm rx:opcode=0xb.*value=0x00000000000000ff" \
+	"atomic $AT add=1 addmask=0x80" 'rx ms=5000 until=0xb'
+tc atomic.cmpswap_match "--set-u64 0=$V0 --expect-u64 0=0xaaaabbbbccccdddd" "" \
+	"noterm rx:opcode=0xb.*reqid=0x9.value=0x1122334455667788" \
+	"atomic aop=2 reqid=9 $AT cmp=$V0 cmpmask=~0 swap=0xaaaabbbbccccdddd swapmask=~0" 'rx ms=5000 until=0xb'
+tc atomic.cmpswap_nomatch "--set-u64 0=$V0" "" \
+	"noterm rx:opcode=0xb.*value=0x1122334455667788" \
+	"atomic aop=2 $AT cmp=$((V0 + 1)) cmpmask=~0 swap=0 swapmask=~0" 'rx ms=5000 until=0xb'
+tc atomic.cmpswap_masked "--set-u64 0=0x1111222233334444 --expect-u64 0=0xaaaa222233334444" "" \
+	"noterm rx:opcode=0xb.*value=0x1111222233334444" \
+	"atomic aop=2 $AT cmp=0x33330000 cmpmask=0xffff0000 swap=0xaaaaaaaaaaaaaaaa swapmask=0xffff000000000000" \
+	'rx ms=5000 until=0xb'
+
+# --- RFC 7306 Atomic Responses to a request raw_server posts
+tc requester.fetchadd_response "--post-fadd 5" "" \
+	"needs=post noterm rx:opcode=0xa.*aop=0.*astag=0x00001234.ato=0x1000.add=0x5 srv:cqe.cq=send.wr_id=1.status=success srv:result.u64=0x1122334455667788" \
+	'rx ms=5000 until=0xa' "atomic_resp reqid=\${rx_reqid} value=$V0" 'rx ms=1000'
+tc requester.cmpswap_response "--post-cswap 1:2" "" \
+	"needs=post noterm rx:opcode=0xa.*aop=2.*add=0x2.*cmp=0x1 srv:cqe.cq=send.wr_id=1.status=success srv:result.u64=0x0000000000000001" \
+	'rx ms=5000 until=0xa' 'atomic_resp reqid=${rx_reqid} value=1' 'rx ms=1000'
+tc requester.response_wrong_reqid "--post-fadd 5" "" \
+	"needs=post term=0/2/0x07 !srv:cqe.cq=send.*status=success srv:result.u64=0x5a5a5a5a5a5a5a5a" \
+	'rx ms=5000 until=0xa' "atomic_resp reqid=\${rx_reqid}+1 value=$V0"
+tc requester.response_wrong_msn "--post-fadd 5" "" \
+	"needs=post term=1/2/0x03 !srv:cqe.cq=send.*status=success srv:result.u64=0x5a5a5a5a5a5a5a5a" \
+	'rx ms=5000 until=0xa' "atomic_resp msn=2 reqid=\${rx_reqid} value=$V0"
+tc requester.response_with_payload "--post-fadd 5" "" \
+	"needs=post term=1/2/0x05 !srv:cqe.cq=send.*status=success srv:result.u64=0x5a5a5a5a5a5a5a5a" \
+	'rx ms=5000 until=0xa' "atomic_resp reqid=\${rx_reqid} value=$V0 data=00112233"
+
+# --- RFC 7306 Immediate Data (QN 0, Send MSN, exactly 8 bytes)
+tc imm.valid "" "" \
+	"needs=imm noterm srv:cqe.cq=recv.wr_id=100.status=success.*byte_len=0.*with_imm=1.imm=0x55667788 !srv:cqe.cq=recv.wr_id=101.status=success" \
+	"imm value=$V0"
+tc imm.valid_se "" "" \
+	"needs=imm noterm srv:cqe.cq=recv.wr_id=100.status=success.*with_imm=1.imm=0x55667788" \
+	"imm se=1 value=$V0"
+tc imm.after_write "--expect-hex 0=0102030405060708090a0b0c0d0e0f10" "" \
+	"needs=imm noterm srv:cqe.cq=recv.wr_id=100.status=success.*byte_len=16.*with_imm=1.imm=0x00000042" \
+	"write $AT data=0102030405060708090a0b0c0d0e0f10" 'imm value=0x42'
+tc imm.after_write_then_send "--expect-hex 0=01020304" "" \
+	"needs=imm noterm srv:cqe.cq=recv.wr_id=100.status=success.*byte_len=1.*with_imm=0 srv:cqe.cq=recv.wr_id=101.status=success.*byte_len=0.*with_imm=1.imm=0x00000043" \
+	"write $AT data=01020304" 'send data=ee' 'imm value=0x43'
+# siw reads a whole header before it checks the MPA length: a valid Send
+# follows so that the bytes the short FPDU lacks arrive.
+tc imm.len_0 "" "--coalesce" "needs=imm term=2/0/0x03" 'imm len=0' 'send data=00'
+tc imm.len_4 "" "--coalesce" "needs=imm term=2/0/0x03" 'imm len=4' 'send data=00'
+tc imm.len_9 "" "" "needs=imm term=1/2/0x05 hdrs=MD" 'imm len=9'
+tc imm.no_receive "--recv 0" "" "needs=imm term=1/2/0x02 hdrs=MD" "imm value=$V0"
+tc imm.wrong_qn "" "" "needs=imm term=1/2/0x01 hdrs=MD" "imm qn=1 value=$V0"
+tc imm.wrong_msn "" "" "needs=imm term=1/2/0x03 hdrs=MD" "imm msn=3 value=$V0"
+tc imm.mo_nonzero "" "" "needs=imm term=1/2/0x04 hdrs=MD" "imm mo=8 value=$V0"
+tc imm.not_last "" "" "needs=imm term=1/2/0x04 hdrs=MD" "imm l=0 value=$V0"
+
+# ---------------------------------------------------------------- select
+FILTER=
+case ${1:-} in
+-l) printf '%s\n' "${NAMES[@]}"; exit 0 ;;
+-h|--help) sed -n '3,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+?*) FILTER=$1 ;;
+esac
+SEL=()
+for i in "${!NAMES[@]}"; do
+	[ -z "$FILTER" ] || [[ ${NAMES[$i]} =~ $FILTER ]] || continue
+	SEL+=("$i")
+done
+
+echo "TAP version 13"
+echo "1..$((${#SEL[@]} + 1))"
+for f in "$BIN/raw_server" "$PEER"; do
+	[ -x "$f" ] || { echo "Bail out! $f missing (make selftests)"; exit 1; }
+done
+mkdir -p "$OUT" || { echo "Bail out! cannot create $OUT"; exit 1; }
+
+"$BIN/raw_server" --caps >"$OUT/caps" 2>&1
+mapfile -t CAPS <"$OUT/caps"
+printf '# %s\n' "${CAPS[@]}"
+HAS_IMM=0
+[[ ${CAPS[*]} == *imm_data=1* ]] && HAS_IMM=1
+
+# a pipe raw_server reports "listening" on (read without a sleep loop)
+fifo=$(mktemp -u "${TMPDIR:-/tmp}/rawpeer-ready.XXXXXX")
+mkfifo -m 600 "$fifo" || { echo "Bail out! mkfifo $fifo failed"; exit 1; }
+exec {READY}<>"$fifo"
+rm -f "$fifo"
+
+# ---------------------------------------------------------------- helpers
+# any ARRAY REGEX: some element matches
+any() {
+	local -n _a=$1
+	local _l
+
+	for _l in "${_a[@]}"; do
+		[[ $_l =~ $2 ]] && return 0
+	done
+	return 1
+}
+
+# run_case INDEX: sets RESULT (ok|fail|skip), WHY and DIAG (lines)
+run_case() {
+	local i=$1 name=${NAMES[$1]} srv peer prc src spid e t
+	local -a sargs=() popts=() steps=() exps=() P=() S=() RX=() TERMS=()
+	local noconn=0 recv_ok=0 want_term='' rxms=800
+
+	DIAG=()
+
+	read -r -a sargs <<<"${SARGS[$i]}"
+	read -r -a popts <<<"${POPTS[$i]}"
+	read -r -a exps <<<"${EXPS[$i]}"
+	IFS=$'\x1f' read -r -a steps <<<"${STEPS[$i]}"
+	srv=$OUT/$name.server
+	peer=$OUT/$name.peer
+	RESULT=ok WHY=
+	for e in "${exps[@]}"; do
+		case $e in
+		noconn) noconn=1 ;;
+		recv-ok) recv_ok=1 ;;
+		term=*) want_term=${e#term=} rxms=2500 ;;
+		esac
+	done
+
+	PORT=$((PORT + 1))
+	# dmesg only (KERN_INFO stays off the quiet console): attribution
+	echo "<6>rawpeer: case $name port $PORT" >/dev/kmsg 2>/dev/null
+	# Connect only once rdma_listen() returned: siw never accepts a
+	# connection that arrives while it is still setting up the listener.
+	"$BIN/raw_server" --port "$PORT" --linger 400 --ready-fd 3 "${sargs[@]}" \
+		>"$srv" 2>&1 3>&"$READY" &
+	spid=$!
+	read -r -t 30 -u "$READY" t || DIAG+=("raw_server not listening after 30s")
+	# (--delay: siw's responder drops an FPDU arriving before it handed
+	# the socket to the QP, a window of microseconds after the reply)
+	"$PEER" --timeout 20000 --delay 300 --rx-ms "$rxms" "${popts[@]}" "$A0" "$PORT" \
+		"${steps[@]}" >"$peer" 2>&1
+	prc=$?
+	wait "$spid"	# bounded: every wait of raw_server is
+	src=$?
+	mapfile -t P <"$peer"
+	mapfile -t S <"$srv"
+	for t in "${P[@]}"; do
+		[[ $t == "rx "* ]] && RX+=("$t")
+		[[ $t == "rx opcode=0x7 term"* ]] && TERMS+=("$t")
+	done
+
+	bad() { RESULT=fail; DIAG+=("$*"); }
+
+	if any exps '^needs=post$' && any S '^server post .*rc=[-1-9]'; then
+		RESULT=skip WHY="raw_server could not post the atomic (libsiw without RFC 7306 atomics)"
+		return
+	fi
+	if [ "$noconn" = 1 ]; then
+		! any S '^server connect-request' ||
+			bad "the responder accepted a connect request it must refuse"
+	else
+		[ "$prc" = 0 ] || bad "mpa-peer exit $prc"
+		any S '^server end ' || bad "raw_server gave no verdict (exit $src)"
+		any S '^server end .*result=mem-ok' || bad "memory not as expected (raw_server exit $src)"
+	fi
+	for e in "${exps[@]}"; do
+		case $e in
+		term=any)
+			[ ${#TERMS[@]} = 1 ] || bad "expected one Terminate, got ${#TERMS[@]}"
+			;;
+		term=*)
+			local L E C
+			IFS=/ read -r L E C <<<"${e#term=}"
+			if [ ${#TERMS[@]} != 1 ]; then
+				bad "expected one Terminate $L/$E/$C, got ${#TERMS[@]}"
+			elif [[ ${TERMS[0]} =~ \ layer=([0-9]+)\ etype=([0-9]+)\ code=(0x[0-9a-f]+)\  ]]; then
+				if [ "${BASH_REMATCH[1]}" != "$L" ] ||
+				   [ "${BASH_REMATCH[2]}" != "$E" ] ||
+				   [ $((BASH_REMATCH[3])) != $((C)) ]; then
+					bad "Terminate ${BASH_REMATCH[1]}/${BASH_REMATCH[2]}/${BASH_REMATCH[3]}, expected $L/$E/$C"
+				fi
+			else
+				bad "Terminate not decoded"
+			fi
+			;;
+		noterm)
+			[ ${#TERMS[@]} = 0 ] || bad "unexpected Terminate: ${TERMS[0]:0:160}"
+			;;
+		hdrs=*)
+			any TERMS " hdrs=${e#hdrs=} " || bad "Terminate header flags not ${e#hdrs=}"
+			;;
+		rx:*)
+			any RX "${e#rx:}" || bad "no rx line matches '${e#rx:}'"
+			;;
+		peer:*)
+			any P "${e#peer:}" || bad "no mpa-peer line matches '${e#peer:}'"
+			;;
+		'!peer:'*)
+			! any P "${e#!peer:}" || bad "an mpa-peer line matches '${e#!peer:}'"
+			;;
+		srv:*)
+			any S "^server ${e#srv:}" || bad "no server line matches '${e#srv:}'"
+			;;
+		'!srv:'*)
+			! any S "^server ${e#!srv:}" || bad "a server line matches '${e#!srv:}'"
+			;;
+		qp-err)
+			any S '^server end .*qp_err=1' || bad "responder QP not in ERR at the end"
+			any S "^server $FLUSHED" || bad "the last posted receive never completed (not flushed)"
+			;;
+		esac
+	done
+	if [ -n "$want_term" ] && [ "$noconn" = 0 ]; then
+		any P '^closed' || bad "the connection was not closed after the Terminate"
+		[ "$recv_ok" = 1 ] || ! any S '^server cqe cq=recv.*status=success' ||
+			bad "a receive completed successfully"
+		[ ${#TERMS[@]} = 0 ] || [ "${RX[-1]}" = "${TERMS[-1]}" ] ||
+			bad "frames after the Terminate"
+	fi
+}
+
+n=0 fails=0
+for i in "${SEL[@]}"; do
+	n=$((n + 1))
+	name=${NAMES[$i]}
+	todo=
+	if [[ " ${EXPS[$i]} " == *" needs=imm "* ]] && [ "$HAS_IMM" = 0 ]; then
+		todo="kernel reports no Immediate Data support (SIW_CAP_IMM_DATA)"
+	fi
+	t0=$SECONDS
+	run_case "$i"
+	mapfile -t P <"$OUT/$name.peer"
+	mapfile -t S <"$OUT/$name.server"
+	got="no Terminate"
+	for l in "${P[@]}"; do
+		[[ $l =~ ^rx\ opcode=0x7.*\ (layer=[0-9]+\ etype=[0-9]+\ code=0x[0-9a-f]+\ hdrs=[A-Z-]+) ]] &&
+			{ got=${BASH_REMATCH[1]}; break; }
+	done
+	end=
+	for l in "${S[@]}"; do [[ $l == "server end "* ]] && end=${l#server end }; done
+	echo "# $name: $got; ${end:-no server verdict}; $((SECONDS - t0))s"
+	if [ "$RESULT" = skip ]; then
+		echo "ok $n rawpeer.$name # SKIP $WHY"
+		continue
+	fi
+	if [ "$RESULT" = ok ] && [ -z "$todo" ]; then
+		echo "ok $n rawpeer.$name"
+		continue
+	fi
+	printf '# %s\n' "${DIAG[@]}"
+	echo "# --- mpa-peer ($OUT/$name.peer):"
+	k=$((${#P[@]} > 12 ? ${#P[@]} - 12 : 0))
+	for l in "${P[@]:$k}"; do echo "#   ${l:0:300}"; done
+	echo "# --- raw_server ($OUT/$name.server):"
+	for l in "${S[@]}"; do
+		[[ $l == *"cqe cq=recv"*Flushed* ]] || echo "#   ${l:0:300}"
+	done
+	if [ -n "$todo" ]; then
+		echo "not ok $n rawpeer.$name # TODO $todo"
+	else
+		echo "not ok $n rawpeer.$name"
+		fails=$((fails + 1))
+	fi
+done
+
+# ---------------------------------------------------------------- kernel
+n=$((n + 1))
+dmesg >"$OUT/dmesg" 2>&1
+"$BIN/raw_server" --caps >"$OUT/caps.end" 2>&1
+crc=$?
+mapfile -t K <"$OUT/dmesg"
+case_name='' bad_cases=() bad_lines=()
+for l in "${K[@]}"; do
+	[[ $l =~ rawpeer:\ case\ ([^ ]+) ]] && { case_name=${BASH_REMATCH[1]}; continue; }
+	[[ $l =~ $PROBLEMS ]] || continue
+	[ -n "$case_name" ] || continue	# before this suite
+	bad_lines+=("[$case_name] $l")
+	[[ " ${bad_cases[*]} " == *" $case_name "* ]] || bad_cases+=("$case_name")
+done
+if [ ${#bad_lines[@]} = 0 ] && [ "$crc" = 0 ]; then
+	echo "ok $n rawpeer.kernel_clean"
+else
+	[ "$crc" = 0 ] || echo "# the device no longer answers: raw_server --caps exit $crc"
+	[ ${#bad_cases[@]} = 0 ] || echo "# kernel problems during: ${bad_cases[*]}"
+	for l in "${bad_lines[@]:0:12}"; do echo "#   ${l:0:300}"; done
+	echo "not ok $n rawpeer.kernel_clean"
+	fails=$((fails + 1))
+fi
+[ "$fails" = 0 ]

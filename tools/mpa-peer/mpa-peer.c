@@ -1,0 +1,1588 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * mpa-peer - a raw iWARP peer in user space, for tests.
+ *
+ * Connects over plain TCP to an rdma_cm listener on an iWARP device (iWARP
+ * rdma_cm adds no header of its own: the MPA private data is the ULP's),
+ * sends an MPA Request exactly as told (RFC 5044, RFC 6581), prints the MPA
+ * Reply, sends the RTR the reply asks for, then sends the FPDUs described
+ * by the steps on the command line or in a script, with MPA padding and
+ * CRC32c (software) as negotiated -- including frames no real peer sends.
+ * Everything received afterwards is parsed and printed as one line per
+ * FPDU. See usage() and tools/mpa-peer/README.
+ *
+ * No dependencies beyond libc.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MPA_KEY_REQ	"MPA ID Req Frame"
+#define MPA_KEY_REP	"MPA ID Rep Frame"
+#define MPA_FLAG_M	0x80
+#define MPA_FLAG_C	0x40
+#define MPA_FLAG_R	0x20
+#define MPA_FLAG_S	0x10
+#define MPA_MAX_PD	512
+
+#define V2_IRD_A	0x8000	/* peer-to-peer */
+#define V2_IRD_B	0x4000	/* zero-length Send RTR */
+#define V2_ORD_C	0x8000	/* zero-length Write RTR */
+#define V2_ORD_D	0x4000	/* zero-length Read RTR */
+#define V2_MASK		0x3fff
+
+#define DDP_T		0x80
+#define DDP_L		0x40
+
+#define MAX_VARS	64
+#define MAX_TOK		64
+#define MAX_FRAME	(70 * 1024)
+#define RXBUF		(256 * 1024)
+
+/* ---------------------------------------------------------------- output */
+
+static void __attribute__((noreturn, format(printf, 2, 3)))
+die(int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "mpa-peer: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(rc);
+}
+
+static void __attribute__((format(printf, 1, 2)))
+out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void hexstr(char *dst, size_t dstlen, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	if (!n) {
+		snprintf(dst, dstlen, "-");
+		return;
+	}
+	for (i = 0; i < n && 2 * i + 3 <= dstlen; i++)
+		sprintf(dst + 2 * i, "%02x", p[i]);
+	dst[2 * i] = 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---------------------------------------------------------------- crc32c */
+
+static uint32_t crc_table[256];
+
+static void crc32c_init(void)
+{
+	uint32_t c;
+	int i, k;
+
+	for (i = 0; i < 256; i++) {
+		c = i;
+		for (k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc_table[i] = c;
+	}
+}
+
+/* CRC32c (Castagnoli) as MPA uses it: init ~0, reflected, final ~ */
+static uint32_t crc32c(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	while (n--)
+		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return ~c;
+}
+
+/*
+ * The CRC field carries the CRC32c in the byte order of RFC 3385/iSCSI:
+ * least significant byte first (what the kernel's crc32c shash emits).
+ */
+static void put_crc(uint8_t *p, uint32_t c)
+{
+	p[0] = c;
+	p[1] = c >> 8;
+	p[2] = c >> 16;
+	p[3] = c >> 24;
+}
+
+static uint32_t get_crc(const uint8_t *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---------------------------------------------------------------- bytes */
+
+static void be16(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void be32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static void be64(uint8_t *p, uint64_t v)
+{
+	be32(p, v >> 32);
+	be32(p + 4, v);
+}
+
+static uint32_t rd16(const uint8_t *p)
+{
+	return p[0] << 8 | p[1];
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
+}
+
+/* ---------------------------------------------------------------- vars */
+
+static struct {
+	char name[32];
+	uint64_t val;
+} vars[MAX_VARS];
+static int nvars;
+
+static void set_var(const char *name, size_t nlen, uint64_t val)
+{
+	int i;
+
+	if (nlen >= sizeof(vars[0].name))
+		nlen = sizeof(vars[0].name) - 1;
+	for (i = 0; i < nvars; i++)
+		if (strlen(vars[i].name) == nlen &&
+		    !strncmp(vars[i].name, name, nlen))
+			break;
+	if (i == nvars) {
+		if (nvars == MAX_VARS)
+			return;
+		nvars++;
+	}
+	memcpy(vars[i].name, name, nlen);
+	vars[i].name[nlen] = 0;
+	vars[i].val = val;
+}
+
+static int get_var(const char *name, size_t nlen, uint64_t *val)
+{
+	int i;
+
+	for (i = 0; i < nvars; i++)
+		if (strlen(vars[i].name) == nlen &&
+		    !strncmp(vars[i].name, name, nlen)) {
+			*val = vars[i].val;
+			return 0;
+		}
+	return -1;
+}
+
+/*
+ * A number: operands joined by + - * ^ | & (evaluated left to right, no
+ * precedence). Operand: ${name} or $name (a variable), or an integer in C
+ * notation (0x.., 0.., decimal), optionally preceded by ~.
+ */
+static int eval(const char *s, uint64_t *out)
+{
+	uint64_t acc = 0, v;
+	char op = '+';
+	int inv;
+
+	if (!*s)
+		return -1;
+	for (;;) {
+		inv = 0;
+		while (*s == '~') {
+			inv ^= 1;
+			s++;
+		}
+		if (*s == '$') {
+			const char *n = s + 1, *e;
+
+			if (*n == '{') {
+				n++;
+				e = strchr(n, '}');
+				if (!e)
+					return -1;
+				s = e + 1;
+			} else {
+				for (e = n; isalnum((unsigned char)*e) || *e == '_'; e++)
+					;
+				s = e;
+			}
+			if (get_var(n, e - n, &v)) {
+				fprintf(stderr, "mpa-peer: undefined variable %.*s\n",
+					(int)(e - n), n);
+				return -1;
+			}
+		} else {
+			char *end;
+
+			if (!isdigit((unsigned char)*s))
+				return -1;
+			errno = 0;
+			v = strtoull(s, &end, 0);
+			if (errno || end == s)
+				return -1;
+			s = end;
+		}
+		if (inv)
+			v = ~v;
+		switch (op) {
+		case '+': acc += v; break;
+		case '-': acc -= v; break;
+		case '*': acc *= v; break;
+		case '^': acc ^= v; break;
+		case '|': acc |= v; break;
+		case '&': acc &= v; break;
+		}
+		if (!*s)
+			break;
+		if (!strchr("+-*^|&", *s))
+			return -1;
+		op = *s++;
+	}
+	*out = acc;
+	return 0;
+}
+
+/* Hex bytes: optional 0x, separators ':', '_', '.', '-' ignored. */
+static int parse_hex(const char *s, uint8_t *buf, size_t max, size_t *n)
+{
+	size_t k = 0;
+	int hi = -1, d;
+
+	if (!strcmp(s, "-")) {
+		*n = 0;
+		return 0;
+	}
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	for (; *s; s++) {
+		if (strchr(":_.-", *s))
+			continue;
+		if (!isxdigit((unsigned char)*s))
+			return -1;
+		d = isdigit((unsigned char)*s) ? *s - '0' :
+			(tolower((unsigned char)*s) - 'a' + 10);
+		if (hi < 0) {
+			hi = d;
+		} else {
+			if (k == max)
+				return -1;
+			buf[k++] = hi << 4 | d;
+			hi = -1;
+		}
+	}
+	if (hi >= 0)
+		return -1;
+	*n = k;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- steps */
+
+struct step {
+	char *cmd;
+	int ntok;
+	char *key[MAX_TOK];
+	char *val[MAX_TOK];
+	int used[MAX_TOK];
+	const char *text;	/* for messages */
+	int lineno;
+};
+
+static void step_parse(struct step *st, char *line, const char *text,
+		       int lineno)
+{
+	char *save = NULL, *t;
+
+	memset(st, 0, sizeof(*st));
+	st->text = text;
+	st->lineno = lineno;
+	st->cmd = strtok_r(line, " \t\r\n", &save);
+	while ((t = strtok_r(NULL, " \t\r\n", &save))) {
+		char *eq = strchr(t, '=');
+
+		if (st->ntok == MAX_TOK)
+			die(2, "step '%s': too many arguments", text);
+		if (!eq)
+			die(2, "step '%s': '%s' is not key=value", text, t);
+		*eq = 0;
+		st->key[st->ntok] = t;
+		st->val[st->ntok] = eq + 1;
+		st->ntok++;
+	}
+}
+
+static const char *sget(struct step *st, const char *key)
+{
+	int i;
+
+	for (i = st->ntok - 1; i >= 0; i--)
+		if (!strcmp(st->key[i], key)) {
+			st->used[i] = 1;
+			return st->val[i];
+		}
+	return NULL;
+}
+
+/* 1: key present (value in *v), 0: absent (*v = dflt) */
+static int nget(struct step *st, const char *key, uint64_t dflt, uint64_t *v)
+{
+	const char *s = sget(st, key);
+
+	*v = dflt;
+	if (!s)
+		return 0;
+	if (eval(s, v))
+		die(2, "step '%s': bad number %s=%s", st->text, key, s);
+	return 1;
+}
+
+static void step_done(struct step *st)
+{
+	int i;
+
+	for (i = 0; i < st->ntok; i++)
+		if (!st->used[i])
+			die(2, "step '%s': unknown argument '%s' for '%s'",
+			    st->text, st->key[i], st->cmd);
+}
+
+/* ---------------------------------------------------------------- state */
+
+static struct {
+	int fd;
+	int crc;		/* CRC negotiated (reply's C flag) */
+	int crc_req;		/* CRC requested */
+	uint32_t msn[4];	/* next MSN per untagged queue we send on */
+	uint32_t reqid;		/* next atomic request id */
+	uint8_t rx[RXBUF];
+	size_t rxlen;
+	int closed;
+	uint8_t tx[MAX_FRAME * 4];
+	size_t txlen;
+	int coalesce;
+	int rx_fpdus;
+	int terms;
+} S;	/* zeroed (.bss); main() sets the non-zero start values */
+
+/* what rx_for() waits for (print_fpdu() sets got_want) */
+static int want_op = -1, got_want;
+
+static void tx_flush(void)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < S.txlen) {
+		n = send(S.fd, S.tx + off, S.txlen - off, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			out("tx-error errno=%d (%s) unsent=%zu\n", errno,
+			    strerror(errno), S.txlen - off);
+			break;
+		}
+		off += n;
+	}
+	S.txlen = 0;
+}
+
+static void tx_queue(const uint8_t *p, size_t n)
+{
+	if (S.txlen + n > sizeof(S.tx))
+		tx_flush();
+	if (n > sizeof(S.tx)) {
+		S.txlen = 0;
+		memcpy(S.tx, p, sizeof(S.tx));
+		die(2, "frame too large");
+	}
+	memcpy(S.tx + S.txlen, p, n);
+	S.txlen += n;
+	if (!S.coalesce)
+		tx_flush();
+}
+
+/* ---------------------------------------------------------------- receive */
+
+static const char *opname(unsigned int op)
+{
+	static const char *const n[16] = {
+		"write", "read_req", "read_resp", "send", "send_inv",
+		"send_se", "send_se_inv", "term", "imm", "imm_se",
+		"atomic_req", "atomic_resp", "op_c", "op_d", "op_e", "op_f"
+	};
+	return n[op & 15];
+}
+
+static size_t att_rdmap_len(unsigned int op)
+{
+	switch (op) {
+	case 0x1: return 28;
+	case 0xa: return 52;
+	case 0xb: return 12;
+	case 0x7: return 4;
+	case 0x8: case 0x9: return 8;
+	default: return 0;
+	}
+}
+
+/* One received FPDU (len = ULPDU length, p -> after the length field). */
+static void print_fpdu(const uint8_t *p, size_t len, const char *crcs)
+{
+	char line[2048], hex[200];
+	size_t o = 0, hl;
+	unsigned int c0, c1, op;
+
+#define ADD(...) do {							\
+		o += snprintf(line + o, sizeof(line) - o, __VA_ARGS__);	\
+		if (o >= sizeof(line))					\
+			o = sizeof(line) - 1;				\
+	} while (0)
+	S.rx_fpdus++;
+	if (len < 2) {
+		hexstr(hex, sizeof(hex), p, len);
+		out("rx short len=%zu bytes=%s crc=%s\n", len, hex, crcs);
+		return;
+	}
+	c0 = p[0];
+	c1 = p[1];
+	op = c1 & 15;
+	if (want_op == 0x100 || (int)op == want_op)
+		got_want = 1;
+	set_var("rx_opcode", 9, op);
+	ADD("rx opcode=0x%x %s len=%zu t=%d l=%d dv=%u rv=%u", op, opname(op),
+	    len, !!(c0 & DDP_T), !!(c0 & DDP_L), c0 & 3, c1 >> 6);
+	if (c0 & DDP_T) {
+		if (len < 14) {
+			ADD(" truncated=1");
+			goto done;
+		}
+		ADD(" stag=0x%08x to=0x%" PRIx64, rd32(p + 2), rd64(p + 6));
+		set_var("rx_stag", 7, rd32(p + 2));
+		set_var("rx_to", 5, rd64(p + 6));
+		hl = 14;
+	} else {
+		if (len < 18) {
+			ADD(" truncated=1");
+			goto done;
+		}
+		ADD(" qn=%u msn=%u mo=%u inval=0x%08x", rd32(p + 6),
+		    rd32(p + 10), rd32(p + 14), rd32(p + 2));
+		set_var("rx_qn", 5, rd32(p + 6));
+		set_var("rx_msn", 6, rd32(p + 10));
+		hl = 18;
+	}
+	p += hl;
+	len -= hl;
+	if (op == 0x7 && !(c0 & DDP_T) && len >= 4) {
+		unsigned int l = p[0] >> 4, e = p[0] & 15, code = p[1];
+		unsigned int f = p[2];
+		char hd[4] = "", *h = hd;
+
+		S.terms++;
+		if (f & 0x80)
+			*h++ = 'M';
+		if (f & 0x40)
+			*h++ = 'D';
+		if (f & 0x20)
+			*h++ = 'R';
+		*h = 0;
+		ADD(" layer=%u etype=%u code=0x%02x hdrs=%s ctrl=%02x%02x%02x%02x",
+		    l, e, code, hd[0] ? hd : "-", p[0], p[1], p[2], p[3]);
+		p += 4;
+		len -= 4;
+		if ((f & 0x80) && len >= 2) {
+			ADD(" att_seglen=%u", rd16(p));
+			p += 2;
+			len -= 2;
+		}
+		if ((f & 0x40) && len >= 2) {
+			unsigned int a0 = p[0], a1 = p[1], aop = a1 & 15;
+
+			ADD(" att_t=%d att_l=%d att_opcode=0x%x", !!(a0 & DDP_T),
+			    !!(a0 & DDP_L), aop);
+			if ((a0 & DDP_T) && len >= 14) {
+				ADD(" att_stag=0x%08x att_to=0x%" PRIx64,
+				    rd32(p + 2), rd64(p + 6));
+				p += 14;
+				len -= 14;
+			} else if (!(a0 & DDP_T) && len >= 18) {
+				ADD(" att_qn=%u att_msn=%u att_mo=%u",
+				    rd32(p + 6), rd32(p + 10), rd32(p + 14));
+				p += 18;
+				len -= 18;
+			} else {
+				ADD(" att_truncated=1");
+			}
+			if ((f & 0x20) && len) {
+				hl = att_rdmap_len(aop);
+				if (hl && hl <= len && aop == 0xa)
+					ADD(" att_aop=%u att_reqid=0x%x",
+					    rd32(p) & 15, rd32(p + 4));
+			}
+		}
+		hexstr(hex, sizeof(hex), p, len);
+		ADD(" rest=%s", hex);
+		goto done;
+	}
+	switch (op) {
+	case 0xb:
+		if (len >= 12) {
+			ADD(" reqid=0x%x value=0x%016" PRIx64, rd32(p),
+			    rd64(p + 4));
+			set_var("rx_reqid", 8, rd32(p));
+			set_var("rx_value", 8, rd64(p + 4));
+			p += 12;
+			len -= 12;
+		}
+		break;
+	case 0x1:
+		if (len >= 28) {
+			ADD(" sink_stag=0x%08x sink_to=0x%" PRIx64
+			    " size=%u src_stag=0x%08x src_to=0x%" PRIx64,
+			    rd32(p), rd64(p + 4), rd32(p + 12), rd32(p + 16),
+			    rd64(p + 20));
+			set_var("rx_sink_stag", 12, rd32(p));
+			set_var("rx_sink_to", 10, rd64(p + 4));
+			set_var("rx_size", 7, rd32(p + 12));
+			p += 28;
+			len -= 28;
+		}
+		break;
+	case 0xa:
+		if (len >= 52) {
+			ADD(" aop=%u reqid=0x%x astag=0x%08x ato=0x%" PRIx64
+			    " add=0x%" PRIx64 " addmask=0x%" PRIx64
+			    " cmp=0x%" PRIx64 " cmpmask=0x%" PRIx64,
+			    rd32(p) & 15, rd32(p + 4), rd32(p + 8),
+			    rd64(p + 12), rd64(p + 20), rd64(p + 28),
+			    rd64(p + 36), rd64(p + 44));
+			set_var("rx_reqid", 8, rd32(p + 4));
+			set_var("rx_aop", 6, rd32(p) & 15);
+			set_var("rx_astag", 8, rd32(p + 8));
+			set_var("rx_ato", 6, rd64(p + 12));
+			set_var("rx_add", 6, rd64(p + 20));
+			set_var("rx_cmp", 6, rd64(p + 36));
+			p += 52;
+			len -= 52;
+		}
+		break;
+	case 0x8: case 0x9:
+		if (len == 8)
+			ADD(" imm=0x%016" PRIx64, rd64(p));
+		break;
+	}
+	ADD(" payload=%zu", len);
+	hexstr(hex, sizeof(hex), p, len > 64 ? 64 : len);
+	ADD(" data=%s", hex);
+done:
+	ADD(" crc=%s", crcs);
+	out("%s\n", line);
+#undef ADD
+}
+
+/* Parse complete FPDUs out of the receive buffer. */
+static void rx_parse(void)
+{
+	size_t off = 0, ulen, pad, flen;
+	const char *crcs;
+
+	for (;;) {
+		if (S.rxlen - off < 2)
+			break;
+		ulen = rd16(S.rx + off);
+		pad = (4 - (2 + ulen) % 4) % 4;
+		flen = 2 + ulen + pad + 4;
+		if (S.rxlen - off < flen)
+			break;
+		if (S.crc) {
+			uint32_t want = crc32c(S.rx + off, 2 + ulen + pad);
+
+			crcs = get_crc(S.rx + off + 2 + ulen + pad) == want ?
+				"ok" : "bad";
+		} else {
+			crcs = get_crc(S.rx + off + 2 + ulen + pad) ? "nonzero" :
+				"none";
+		}
+		print_fpdu(S.rx + off + 2, ulen, crcs);
+		off += flen;
+	}
+	memmove(S.rx, S.rx + off, S.rxlen - off);
+	S.rxlen -= off;
+}
+
+/*
+ * Read for up to ms milliseconds, stopping early on close, or (until >= 0)
+ * once an FPDU with RDMAP opcode 'until' (0x100: any FPDU) has arrived.
+ */
+
+static void rx_for(uint64_t ms, int until)
+{
+	uint64_t end = now_ms() + ms;
+	struct pollfd pfd = { .fd = S.fd, .events = POLLIN };
+	int n;
+
+	tx_flush();
+	want_op = until;
+	got_want = 0;
+	rx_parse();
+	while (!S.closed && !got_want) {
+		uint64_t t = now_ms();
+		ssize_t r;
+
+		if (t >= end)
+			break;
+		n = poll(&pfd, 1, (int)(end - t));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (S.rxlen == sizeof(S.rx))
+			die(1, "receive buffer full (bogus length?)");
+		r = recv(S.fd, S.rx + S.rxlen, sizeof(S.rx) - S.rxlen, 0);
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			out("reset errno=%d (%s)\n", errno, strerror(errno));
+			S.closed = 1;
+			break;
+		}
+		if (r == 0) {
+			S.closed = 1;
+			break;
+		}
+		S.rxlen += r;
+		rx_parse();
+	}
+	want_op = -1;
+}
+
+/* Read exactly n bytes of handshake within ms (0 ok, -1 eof/timeout). */
+static int rx_exact(size_t n, uint64_t ms)
+{
+	uint64_t end = now_ms() + ms;
+	struct pollfd pfd = { .fd = S.fd, .events = POLLIN };
+	ssize_t r;
+
+	while (S.rxlen < n) {
+		uint64_t t = now_ms();
+		int k;
+
+		if (t >= end)
+			return -1;
+		k = poll(&pfd, 1, (int)(end - t));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		r = recv(S.fd, S.rx + S.rxlen, sizeof(S.rx) - S.rxlen, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r < 0)
+				out("reset errno=%d (%s)\n", errno, strerror(errno));
+			S.closed = 1;
+			return -1;
+		}
+		S.rxlen += r;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+struct frame {
+	uint8_t ctrl0, ctrl1;
+	int tagged;
+	uint32_t stag;		/* tagged */
+	uint64_t to;
+	uint32_t inval, qn, msn, mo;	/* untagged */
+	uint8_t hdr[128];	/* RDMAP header after the DDP header */
+	size_t hdrlen;
+	uint8_t data[65536];
+	size_t datalen;
+};
+
+static struct frame F;
+
+/*
+ * Options every FPDU step takes: l= (last flag, default 1), dv= rv=
+ * (versions, default 1), t= (tagged flag override), ctrl= (both control
+ * bytes, raw), mpalen= (length field override), crc= (CRC field: a value
+ * or "bad"), pad= (number of pad bytes override), trunc= (send only the
+ * first N bytes of the frame).
+ */
+static void emit(struct step *st, int opcode)
+{
+	static uint8_t buf[MAX_FRAME];
+	uint64_t l, dv, rv, t, ctrl, v;
+	size_t n = 2, ulen, pad, i;
+	const char *crcs;
+
+	nget(st, "l", 1, &l);
+	nget(st, "dv", 1, &dv);
+	nget(st, "rv", 1, &rv);
+	nget(st, "t", F.tagged, &t);
+	F.ctrl0 = (t ? DDP_T : 0) | (l ? DDP_L : 0) | (dv & 3);
+	F.ctrl1 = (rv & 3) << 6 | (opcode & 15);
+	if (nget(st, "ctrl", 0, &ctrl)) {
+		F.ctrl0 = ctrl >> 8;
+		F.ctrl1 = ctrl;
+	}
+	buf[2] = F.ctrl0;
+	buf[3] = F.ctrl1;
+	n = 4;
+	if (F.tagged) {
+		be32(buf + n, F.stag);
+		be64(buf + n + 4, F.to);
+		n += 12;
+	} else {
+		be32(buf + n, F.inval);
+		be32(buf + n + 4, F.qn);
+		be32(buf + n + 8, F.msn);
+		be32(buf + n + 12, F.mo);
+		n += 16;
+	}
+	if (n + F.hdrlen + F.datalen + 8 > sizeof(buf))
+		die(2, "step '%s': frame too large", st->text);
+	memcpy(buf + n, F.hdr, F.hdrlen);
+	n += F.hdrlen;
+	memcpy(buf + n, F.data, F.datalen);
+	n += F.datalen;
+	ulen = n - 2;
+	nget(st, "mpalen", ulen, &v);
+	be16(buf, v);
+	pad = (4 - n % 4) % 4;
+	if (nget(st, "pad", pad, &v))
+		pad = v & 7;
+	for (i = 0; i < pad; i++)
+		buf[n++] = 0;
+	if (S.crc)
+		v = crc32c(buf, n);
+	else
+		v = 0;
+	crcs = sget(st, "crc");
+	if (crcs) {
+		if (!strcmp(crcs, "bad"))
+			v ^= 0x1;
+		else if (eval(crcs, &v))
+			die(2, "step '%s': bad crc=%s", st->text, crcs);
+	}
+	put_crc(buf + n, v);
+	n += 4;
+	if (nget(st, "trunc", n, &v) && v < n)
+		n = v;
+	step_done(st);
+	tx_queue(buf, n);
+}
+
+static void get_data(struct step *st)
+{
+	const char *d = sget(st, "data");
+	uint64_t len, fill;
+
+	F.datalen = 0;
+	if (d) {
+		if (parse_hex(d, F.data, sizeof(F.data), &F.datalen))
+			die(2, "step '%s': bad hex data=%s", st->text, d);
+	} else if (nget(st, "len", 0, &len)) {
+		size_t i;
+		int hf = nget(st, "fill", 0, &fill);
+
+		if (len > sizeof(F.data))
+			die(2, "step '%s': len too large", st->text);
+		for (i = 0; i < len; i++)
+			F.data[i] = hf ? (uint8_t)fill : (uint8_t)(i + 1);
+		F.datalen = len;
+	}
+}
+
+static void untagged(struct step *st, uint32_t dqn)
+{
+	uint64_t v;
+	unsigned int q;
+
+	F.tagged = 0;
+	nget(st, "qn", dqn, &v);
+	F.qn = v;
+	q = F.qn < 4 ? F.qn : 0;
+	if (!nget(st, "msn", S.msn[q], &v) && F.qn >= 4)
+		v = 1;
+	F.msn = v;
+	nget(st, "mo", 0, &v);
+	F.mo = v;
+	nget(st, "inval", 0, &v);
+	F.inval = v;
+}
+
+/* advance the MSN counter of the queue an untagged last segment went to */
+static void untagged_sent(uint64_t last)
+{
+	if (!F.tagged && last && F.qn < 4)
+		S.msn[F.qn]++;
+}
+
+static void tagged(struct step *st, uint64_t dstag, uint64_t dto)
+{
+	uint64_t v;
+
+	F.tagged = 1;
+	nget(st, "stag", dstag, &v);
+	F.stag = v;
+	nget(st, "to", dto, &v);
+	F.to = v;
+}
+
+static int run_fpdu_step(struct step *st)
+{
+	const char *c = st->cmd;
+	uint64_t v, op = 0, last, se, rep, r;
+	int has_op;
+
+	nget(st, "repeat", 1, &rep);
+	for (r = 0; r < rep; r++) {
+		memset(st->used, 0, sizeof(st->used));
+		(void)nget(st, "repeat", 1, &v);
+		memset(&F, 0, sizeof(F));
+		nget(st, "l", 1, &last);
+		has_op = nget(st, "opcode", 0, &op);
+		if (!strcmp(c, "send")) {
+			nget(st, "se", 0, &se);
+			untagged(st, 0);
+			if (!has_op)
+				op = (se ? 0x5 : 0x3) + (F.inval ? 1 : 0);
+			get_data(st);
+		} else if (!strcmp(c, "write")) {
+			tagged(st, 0, 0);
+			if (!has_op)
+				op = 0x0;
+			get_data(st);
+		} else if (!strcmp(c, "read_resp")) {
+			tagged(st, 0, 0);
+			if (!has_op)
+				op = 0x2;
+			get_data(st);
+		} else if (!strcmp(c, "read_req")) {
+			untagged(st, 1);
+			if (!has_op)
+				op = 0x1;
+			nget(st, "sink_stag", 0, &v);
+			be32(F.hdr, v);
+			nget(st, "sink_to", 0, &v);
+			be64(F.hdr + 4, v);
+			nget(st, "size", 0, &v);
+			be32(F.hdr + 12, v);
+			nget(st, "src_stag", 0, &v);
+			be32(F.hdr + 16, v);
+			nget(st, "src_to", 0, &v);
+			be64(F.hdr + 20, v);
+			F.hdrlen = 28;
+			get_data(st);
+		} else if (!strcmp(c, "atomic")) {
+			uint64_t aop, rsvd;
+
+			untagged(st, 1);
+			if (!has_op)
+				op = 0xa;
+			nget(st, "aop", 0, &aop);
+			nget(st, "rsvd", 0, &rsvd);
+			be32(F.hdr, (uint32_t)(rsvd << 4) | (aop & 15));
+			if (!nget(st, "reqid", S.reqid, &v))
+				S.reqid++;
+			be32(F.hdr + 4, v);
+			nget(st, "stag", 0, &v);
+			be32(F.hdr + 8, v);
+			nget(st, "to", 0, &v);
+			be64(F.hdr + 12, v);
+			if (!nget(st, "add", 0, &v))
+				nget(st, "swap", 0, &v);
+			be64(F.hdr + 20, v);
+			if (!nget(st, "addmask", 0, &v))
+				nget(st, "swapmask", 0, &v);
+			be64(F.hdr + 28, v);
+			nget(st, "cmp", 0, &v);
+			be64(F.hdr + 36, v);
+			nget(st, "cmpmask", 0, &v);
+			be64(F.hdr + 44, v);
+			F.hdrlen = 52;
+			get_data(st);
+		} else if (!strcmp(c, "atomic_resp")) {
+			untagged(st, 3);
+			if (!has_op)
+				op = 0xb;
+			nget(st, "reqid", 0, &v);
+			be32(F.hdr, v);
+			nget(st, "value", 0, &v);
+			be64(F.hdr + 4, v);
+			F.hdrlen = 12;
+			get_data(st);
+		} else if (!strcmp(c, "imm")) {
+			nget(st, "se", 0, &se);
+			untagged(st, 0);
+			if (!has_op)
+				op = se ? 0x9 : 0x8;
+			if (nget(st, "value", 0, &v)) {
+				be64(F.data, v);
+				F.datalen = 8;
+			} else {
+				get_data(st);
+			}
+		} else if (!strcmp(c, "term")) {
+			uint64_t layer, etype, code;
+			const char *h = sget(st, "hdrs");
+			uint32_t w;
+
+			untagged(st, 2);
+			if (!has_op)
+				op = 0x7;
+			nget(st, "layer", 0, &layer);
+			nget(st, "etype", 0, &etype);
+			nget(st, "code", 0, &code);
+			w = (layer & 15) << 28 | (etype & 15) << 24 |
+			    (code & 255) << 16;
+			if (h) {
+				w |= strchr(h, 'M') ? 0x8000 : 0;
+				w |= strchr(h, 'D') ? 0x4000 : 0;
+				w |= strchr(h, 'R') ? 0x2000 : 0;
+			}
+			be32(F.hdr, w);
+			F.hdrlen = 4;
+			h = sget(st, "attach");
+			if (h && parse_hex(h, F.data, sizeof(F.data),
+					   &F.datalen))
+				die(2, "step '%s': bad attach=", st->text);
+		} else if (!strcmp(c, "untagged")) {
+			const char *h = sget(st, "hdr");
+
+			untagged(st, 0);
+			if (h && parse_hex(h, F.hdr, sizeof(F.hdr), &F.hdrlen))
+				die(2, "step '%s': bad hdr=", st->text);
+			get_data(st);
+		} else if (!strcmp(c, "tagged")) {
+			const char *h = sget(st, "hdr");
+
+			tagged(st, 0, 0);
+			if (h && parse_hex(h, F.hdr, sizeof(F.hdr), &F.hdrlen))
+				die(2, "step '%s': bad hdr=", st->text);
+			get_data(st);
+		} else {
+			return 0;
+		}
+		emit(st, (int)op);
+		untagged_sent(last);
+	}
+	return 1;
+}
+
+/* ---------------------------------------------------------------- RTR */
+
+static void send_rtr(const char *kind)
+{
+	struct step st;
+	char line[64];
+
+	if (!strcmp(kind, "none"))
+		return;
+	if (!strcmp(kind, "write"))
+		snprintf(line, sizeof(line), "write stag=0 to=0");
+	else if (!strcmp(kind, "read"))
+		snprintf(line, sizeof(line), "read_req size=0");
+	else if (!strcmp(kind, "send"))
+		snprintf(line, sizeof(line), "send");
+	else
+		die(2, "unknown RTR type %s", kind);
+	step_parse(&st, line, kind, 0);
+	run_fpdu_step(&st);
+	tx_flush();
+	out("rtr sent=%s\n", kind);
+}
+
+/* ---------------------------------------------------------------- script */
+
+static void run_step(char *line, int lineno)
+{
+	char *text = strdup(line), *nl;
+	struct step st;
+	uint64_t v;
+
+	if (!text)
+		die(1, "out of memory");
+	nl = strpbrk(text, "\r\n");
+	if (nl)
+		*nl = 0;
+	step_parse(&st, line, text, lineno);
+	if (!st.cmd || st.cmd[0] == '#') {
+		free(text);
+		return;
+	}
+	if (run_fpdu_step(&st)) {
+		/* done */
+	} else if (!strcmp(st.cmd, "raw")) {
+		uint8_t *b = malloc(MAX_FRAME);
+		size_t n;
+		const char *h = sget(&st, "hex");
+
+		if (!b || !h || parse_hex(h, b, MAX_FRAME, &n))
+			die(2, "step '%s': raw needs hex=", text);
+		step_done(&st);
+		tx_queue(b, n);
+		free(b);
+	} else if (!strcmp(st.cmd, "fpdu")) {
+		const char *h = sget(&st, "ulpdu");
+		uint8_t *b = malloc(MAX_FRAME);
+		size_t n = 0, pad;
+		uint32_t c;
+
+		if (!b || (h && parse_hex(h, b + 2, MAX_FRAME - 8, &n)))
+			die(2, "step '%s': bad ulpdu=", text);
+		nget(&st, "mpalen", n, &v);
+		be16(b, v);
+		n += 2;
+		pad = (4 - n % 4) % 4;
+		memset(b + n, 0, pad);
+		n += pad;
+		c = S.crc ? crc32c(b, n) : 0;
+		h = sget(&st, "crc");
+		if (h && !strcmp(h, "bad"))
+			c ^= 1;
+		else if (h && !eval(h, &v))
+			c = v;
+		put_crc(b + n, c);
+		n += 4;
+		step_done(&st);
+		tx_queue(b, n);
+		free(b);
+	} else if (!strcmp(st.cmd, "sleep")) {
+		nget(&st, "ms", 100, &v);
+		step_done(&st);
+		tx_flush();
+		usleep(v * 1000);
+	} else if (!strcmp(st.cmd, "rx")) {
+		uint64_t until = (uint64_t)-1;
+		const char *u;
+
+		nget(&st, "ms", 1000, &v);
+		u = sget(&st, "until");
+		if (u) {
+			if (!strcmp(u, "any"))
+				until = 0x100;
+			else if (eval(u, &until) || until > 15)
+				die(2, "step '%s': bad until=", text);
+		}
+		step_done(&st);
+		rx_for(v, (int)until);
+	} else if (!strcmp(st.cmd, "flush")) {
+		step_done(&st);
+		tx_flush();
+	} else if (!strcmp(st.cmd, "shutdown")) {
+		step_done(&st);
+		tx_flush();
+		shutdown(S.fd, SHUT_WR);
+		out("shutdown\n");
+	} else if (!strcmp(st.cmd, "msn")) {
+		/* msn qn=N value=M: set the next MSN of a queue */
+		uint64_t q;
+
+		nget(&st, "qn", 0, &q);
+		nget(&st, "value", 1, &v);
+		step_done(&st);
+		if (q < 4)
+			S.msn[q] = v;
+	} else if (!strcmp(st.cmd, "set")) {
+		/* set name=expr ... */
+		int i;
+
+		for (i = 0; i < st.ntok; i++) {
+			if (eval(st.val[i], &v))
+				die(2, "step '%s': bad value", text);
+			set_var(st.key[i], strlen(st.key[i]), v);
+			st.used[i] = 1;
+		}
+	} else if (!strcmp(st.cmd, "echo")) {
+		int i;
+
+		out("echo");
+		for (i = 0; i < st.ntok; i++) {
+			st.used[i] = 1;
+			out(" %s=%s", st.key[i], st.val[i]);
+		}
+		out("\n");
+	} else {
+		die(2, "line %d: unknown step '%s'", lineno, st.cmd);
+	}
+	free(text);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: mpa-peer [options] ADDR PORT [STEP...]\n"
+"\n"
+"MPA Request:\n"
+"  --rev N            MPA revision (default 2)\n"
+"  --crc|--no-crc     ask for CRC (default on); markers are never used\n"
+"  --markers          set the M flag anyway (the responder must reject)\n"
+"  --flags 0xNN       the whole flags byte, raw (overrides the above)\n"
+"  --no-enhanced      rev 2 without the S flag and IRD/ORD word\n"
+"  --ird N --ord N    14-bit IRD/ORD in the enhanced word (default 16/16)\n"
+"  --p2p              set A (peer-to-peer; an RTR follows the reply)\n"
+"  --rtr LIST         RTR types offered with --p2p: send,write,read\n"
+"                     (B, C, D flags; default write)\n"
+"  --ird-word V --ord-word V   the raw 16-bit words (override)\n"
+"  --pdata HEX        private data after the enhanced word\n"
+"  --pd-len N         PD_Length field override (the header lies)\n"
+"  --req-hex HEX      send these bytes instead of an MPA Request\n"
+"Session:\n"
+"  --src ADDR         bind this source address\n"
+"  --delay MS         pause between reply and first FPDU (default 500;\n"
+"                     siw's responder drops data arriving too early)\n"
+"  --send-rtr T       RTR to send: auto (as the reply asks), none, send,\n"
+"                     write, read (default auto)\n"
+"  --rx-ms MS         read this long after the last step (default 3000)\n"
+"  --timeout MS       connect and MPA reply limit (default 10000)\n"
+"  --coalesce         queue FPDUs and write them at the next rx/sleep/\n"
+"                     flush step in one send() (default: one per FPDU)\n"
+"  --var NAME=EXPR    define a variable\n"
+"  --script FILE      more steps, one per line ('-': stdin; # comments)\n"
+"\n"
+"Steps (one argument each, or one line of the script): CMD key=value...\n"
+"  send      [data=HEX|len=N [fill=B]] [se=1] [inval=STAG] [qn msn mo]\n"
+"  write     stag= to= [data=|len=]\n"
+"  read_resp stag= to= [data=|len=]\n"
+"  read_req  sink_stag= sink_to= size= src_stag= src_to= [qn msn mo]\n"
+"  atomic    aop= reqid= stag= to= add=|swap= addmask=|swapmask= cmp=\n"
+"            cmpmask= [rsvd=] [qn=1 msn mo]   (reqid auto-increments)\n"
+"  atomic_resp reqid= value= [qn=3 msn mo]\n"
+"  imm       value=U64 | data=HEX | len=N  [se=1] [qn=0 msn mo]\n"
+"  term      layer= etype= code= hdrs=MDR attach=HEX [qn=2 msn mo]\n"
+"  untagged  opcode= [hdr=HEX] [data=HEX] [qn msn mo inval]\n"
+"  tagged    opcode= stag= to= [hdr=HEX] [data=HEX]\n"
+"  fpdu      ulpdu=HEX [mpalen=] [crc=]  (MPA framing only)\n"
+"  raw       hex=HEX                     (bytes as they are)\n"
+"  rx        [ms=1000] [until=OPCODE|any]  read and print\n"
+"  sleep ms=N | flush | shutdown | msn qn=Q value=M | set NAME=EXPR\n"
+"Every FPDU step also takes: opcode= l= dv= rv= t= ctrl=0xHHHH mpalen=\n"
+"pad= crc=VALUE|bad trunc=N repeat=N. MSNs default to the next one of the\n"
+"queue (each of QN 0-3 counts from 1). Numbers are expressions: ${var},\n"
+"0x.., decimal joined by + - * ^ | & (left to right). Variables: ird,\n"
+"ord, rev, crc from the reply, NAME=0x.. tokens of a text private data\n"
+"(e.g. rkey, addr, len from raw_server), and from the last FPDU received:\n"
+"rx_opcode rx_qn rx_msn rx_stag rx_to, Read Request rx_sink_stag\n"
+"rx_sink_to rx_size, Atomic Request rx_reqid rx_aop rx_astag rx_ato rx_add\n"
+"rx_cmp, Atomic Response rx_reqid rx_value.\n"
+"\n"
+"Output: 'reply ...', 'var NAME=...', 'rtr sent=...', one 'rx opcode=0x..\n"
+"NAME ...' line per FPDU received, then 'closed' or 'open' (still\n"
+"connected when the time was up).\n"
+"Exit: 0 ran, 1 no connection / no MPA reply, 2 usage or script error.\n");
+}
+
+static void parse_pdata_vars(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+
+	/* text private data: tokens NAME=NUMBER separated by blanks */
+	while (i < n) {
+		size_t s, e, eq = 0;
+		uint64_t v;
+		char num[40];
+		char *end;
+
+		while (i < n && (p[i] == ' ' || p[i] == 0 || p[i] == '\n'))
+			i++;
+		s = i;
+		while (i < n && p[i] != ' ' && p[i] != 0 && p[i] != '\n') {
+			if (!isprint(p[i]))
+				return;
+			if (p[i] == '=' && !eq)
+				eq = i;
+			i++;
+		}
+		e = i;
+		if (!eq || eq == s || e - eq - 1 == 0 ||
+		    e - eq - 1 >= sizeof(num))
+			continue;
+		memcpy(num, p + eq + 1, e - eq - 1);
+		num[e - eq - 1] = 0;
+		errno = 0;
+		v = strtoull(num, &end, 0);
+		if (errno || *end)
+			continue;
+		set_var((const char *)p + s, eq - s, v);
+		out("var %.*s=0x%" PRIx64 "\n", (int)(eq - s), p + s, v);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *src = NULL, *script = NULL, *send_rtr_opt = "auto";
+	const char *pdata_hex = NULL, *req_hex = NULL, *rtr_list = "write";
+	uint64_t rev = 2, ird = 16, ord = 16, delay = 500, rx_ms = 3000;
+	uint64_t timeout = 10000, v;
+	long flags_raw = -1, ird_word = -1, ord_word = -1, pd_len_ovr = -1;
+	int crc = 1, markers = 0, enhanced = 1, p2p = 0, i, rc;
+	uint8_t req[20 + MPA_MAX_PD + 64], pdx[MPA_MAX_PD];
+	size_t reqlen, pdxlen = 0, pdlen;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	char hex[2 * MPA_MAX_PD + 8];
+	uint8_t rflags, rrev;
+	int argi;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	crc32c_init();
+	S.fd = -1;
+	S.reqid = 1;
+	for (i = 0; i < 4; i++)
+		S.msn[i] = 1;
+
+	for (argi = 1; argi < argc && argv[argi][0] == '-' && argv[argi][1] == '-';
+	     argi++) {
+		const char *o = argv[argi], *a = argi + 1 < argc ? argv[argi + 1] : NULL;
+		int takes = 1;
+
+#define NUM(dst) do { if (!a || eval(a, &v)) die(2, "%s: bad number", o); dst = v; } while (0)
+		if (!strcmp(o, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(o, "--")) {
+			argi++;
+			break;
+		} else if (!strcmp(o, "--rev")) {
+			NUM(rev);
+		} else if (!strcmp(o, "--crc")) {
+			crc = 1; takes = 0;
+		} else if (!strcmp(o, "--no-crc")) {
+			crc = 0; takes = 0;
+		} else if (!strcmp(o, "--markers")) {
+			markers = 1; takes = 0;
+		} else if (!strcmp(o, "--flags")) {
+			NUM(flags_raw);
+		} else if (!strcmp(o, "--no-enhanced")) {
+			enhanced = 0; takes = 0;
+		} else if (!strcmp(o, "--enhanced")) {
+			enhanced = 1; takes = 0;
+		} else if (!strcmp(o, "--ird")) {
+			NUM(ird);
+		} else if (!strcmp(o, "--ord")) {
+			NUM(ord);
+		} else if (!strcmp(o, "--p2p")) {
+			p2p = 1; takes = 0;
+		} else if (!strcmp(o, "--rtr")) {
+			if (!a)
+				die(2, "--rtr needs a list");
+			rtr_list = a;
+		} else if (!strcmp(o, "--ird-word")) {
+			NUM(ird_word);
+		} else if (!strcmp(o, "--ord-word")) {
+			NUM(ord_word);
+		} else if (!strcmp(o, "--pdata")) {
+			pdata_hex = a;
+		} else if (!strcmp(o, "--pd-len")) {
+			NUM(pd_len_ovr);
+		} else if (!strcmp(o, "--req-hex")) {
+			req_hex = a;
+		} else if (!strcmp(o, "--src")) {
+			src = a;
+		} else if (!strcmp(o, "--delay")) {
+			NUM(delay);
+		} else if (!strcmp(o, "--send-rtr")) {
+			send_rtr_opt = a;
+		} else if (!strcmp(o, "--rx-ms")) {
+			NUM(rx_ms);
+		} else if (!strcmp(o, "--timeout")) {
+			NUM(timeout);
+		} else if (!strcmp(o, "--coalesce")) {
+			S.coalesce = 1; takes = 0;
+		} else if (!strcmp(o, "--var")) {
+			const char *eq = a ? strchr(a, '=') : NULL;
+
+			if (!eq || eval(eq + 1, &v))
+				die(2, "--var NAME=EXPR");
+			set_var(a, eq - a, v);
+		} else if (!strcmp(o, "--script")) {
+			script = a;
+		} else {
+			usage(stderr);
+			die(2, "unknown option %s", o);
+		}
+#undef NUM
+		if (takes) {
+			if (!a)
+				die(2, "%s needs an argument", o);
+			argi++;
+		}
+	}
+	if (argc - argi < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!send_rtr_opt)
+		die(2, "--send-rtr needs an argument");
+
+	/* ---- connect */
+	rc = getaddrinfo(argv[argi], argv[argi + 1], &hints, &ai);
+	if (rc)
+		die(2, "%s:%s: %s", argv[argi], argv[argi + 1], gai_strerror(rc));
+	S.fd = socket(ai->ai_family, SOCK_STREAM, 0);
+	if (S.fd < 0)
+		die(1, "socket: %s", strerror(errno));
+	if (src) {
+		struct addrinfo *sa;
+
+		if (getaddrinfo(src, NULL, &hints, &sa) ||
+		    bind(S.fd, sa->ai_addr, sa->ai_addrlen))
+			die(1, "bind %s: %s", src, strerror(errno));
+		freeaddrinfo(sa);
+	}
+	{
+		uint64_t end = now_ms() + timeout;
+		int one = 1;
+
+		for (;;) {
+			if (!connect(S.fd, ai->ai_addr, ai->ai_addrlen))
+				break;
+			if ((errno != ECONNREFUSED && errno != EINTR) ||
+			    now_ms() > end)
+				die(1, "connect %s:%s: %s", argv[argi],
+				    argv[argi + 1], strerror(errno));
+			/* listener not up yet: a new socket and retry */
+			close(S.fd);
+			usleep(200000);
+			S.fd = socket(ai->ai_family, SOCK_STREAM, 0);
+			if (S.fd < 0)
+				die(1, "socket: %s", strerror(errno));
+		}
+		setsockopt(S.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	freeaddrinfo(ai);
+	out("connected %s:%s\n", argv[argi], argv[argi + 1]);
+
+	/* ---- MPA Request */
+	if (pdata_hex && parse_hex(pdata_hex, pdx, sizeof(pdx), &pdxlen))
+		die(2, "--pdata: bad hex");
+	if (req_hex) {
+		if (parse_hex(req_hex, req, sizeof(req), &reqlen))
+			die(2, "--req-hex: bad hex");
+		if (reqlen < 20)	/* keep the printout below defined */
+			memset(req + reqlen, 0, 20 - reqlen);
+	} else {
+		uint32_t iw, ow;
+
+		memcpy(req, MPA_KEY_REQ, 16);
+		req[16] = (crc ? MPA_FLAG_C : 0) | (markers ? MPA_FLAG_M : 0) |
+			  (rev >= 2 && enhanced ? MPA_FLAG_S : 0);
+		if (flags_raw >= 0)
+			req[16] = flags_raw;
+		req[17] = rev;
+		reqlen = 20;
+		if (req[16] & MPA_FLAG_S) {
+			iw = (ird & V2_MASK) | (p2p ? V2_IRD_A : 0);
+			ow = ord & V2_MASK;
+			if (p2p) {
+				if (strstr(rtr_list, "send"))
+					iw |= V2_IRD_B;
+				if (strstr(rtr_list, "write"))
+					ow |= V2_ORD_C;
+				if (strstr(rtr_list, "read"))
+					ow |= V2_ORD_D;
+			}
+			if (ird_word >= 0)
+				iw = ird_word;
+			if (ord_word >= 0)
+				ow = ord_word;
+			be16(req + 20, iw);
+			be16(req + 22, ow);
+			reqlen += 4;
+		}
+		if (reqlen + pdxlen > sizeof(req))
+			die(2, "private data too long");
+		memcpy(req + reqlen, pdx, pdxlen);
+		reqlen += pdxlen;
+		be16(req + 18, pd_len_ovr >= 0 ? (uint32_t)pd_len_ovr :
+			       (uint32_t)(reqlen - 20));
+	}
+	hexstr(hex, sizeof(hex), req + 16, reqlen > 16 ? reqlen - 16 : 0);
+	out("request rev=%u flags=0x%02x pd_len=%u bytes=%zu after_key=%s\n",
+	    req[17], req[16], rd16(req + 18), reqlen, hex);
+	S.crc_req = !!(req[16] & MPA_FLAG_C);
+	S.txlen = 0;
+	{
+		int c = S.coalesce;
+
+		S.coalesce = 0;
+		tx_queue(req, reqlen);
+		S.coalesce = c;
+	}
+
+	/* ---- MPA Reply */
+	if (rx_exact(20, timeout)) {
+		hexstr(hex, sizeof(hex), S.rx, S.rxlen);
+		out("no-reply got=%zu bytes=%s%s\n", S.rxlen, hex,
+		    S.closed ? " closed" : "");
+		out(S.closed ? "closed\n" : "open\n");
+		return 1;
+	}
+	if (memcmp(S.rx, MPA_KEY_REP, 16)) {
+		hexstr(hex, sizeof(hex), S.rx, 20);
+		out("bad-reply key=%s\n", hex);
+		return 1;
+	}
+	rflags = S.rx[16];
+	rrev = S.rx[17];
+	pdlen = rd16(S.rx + 18);
+	if (pdlen > MPA_MAX_PD || rx_exact(20 + pdlen, timeout)) {
+		out("bad-reply pd_len=%zu (not received)\n", pdlen);
+		return 1;
+	}
+	{
+		uint8_t *pd = S.rx + 20;
+		uint32_t iw = 0, ow = 0;
+		size_t skip = 0;
+		char line[2 * MPA_MAX_PD + 400];
+		int enh = (rflags & MPA_FLAG_S) && pdlen >= 4;
+
+		if (enh) {
+			iw = rd16(pd);
+			ow = rd16(pd + 2);
+			skip = 4;
+		}
+		hexstr(hex, sizeof(hex), pd + skip, pdlen - skip);
+		snprintf(line, sizeof(line),
+			 "reply rev=%u flags=0x%02x m=%d c=%d r=%d s=%d pd_len=%zu",
+			 rrev, rflags, !!(rflags & MPA_FLAG_M),
+			 !!(rflags & MPA_FLAG_C), !!(rflags & MPA_FLAG_R),
+			 !!(rflags & MPA_FLAG_S), pdlen);
+		if (enh)
+			snprintf(line + strlen(line), sizeof(line) - strlen(line),
+				 " ird=%u ord=%u a=%d b=%d c_rtr=%d d_rtr=%d ird_word=0x%04x ord_word=0x%04x",
+				 iw & V2_MASK, ow & V2_MASK, !!(iw & V2_IRD_A),
+				 !!(iw & V2_IRD_B), !!(ow & V2_ORD_C),
+				 !!(ow & V2_ORD_D), iw, ow);
+		out("%s pdata=%s\n", line, hex);
+		set_var("rev", 3, rrev);
+		set_var("crc", 3, !!(rflags & MPA_FLAG_C));
+		if (enh) {
+			set_var("ird", 3, iw & V2_MASK);
+			set_var("ord", 3, ow & V2_MASK);
+		}
+		parse_pdata_vars(pd + skip, pdlen - skip);
+		S.crc = !!(rflags & MPA_FLAG_C);
+		memmove(S.rx, S.rx + 20 + pdlen, S.rxlen - 20 - pdlen);
+		S.rxlen -= 20 + pdlen;
+		if (rflags & MPA_FLAG_R) {
+			out("rejected\n");
+			rx_for(rx_ms, -1);
+			out(S.closed ? "closed\n" : "open\n");
+			return 0;
+		}
+		if (S.crc != S.crc_req)
+			out("note crc requested=%d reply=%d\n", S.crc_req, S.crc);
+
+		/* anything that came with the reply */
+		rx_parse();
+
+		if (delay)
+			usleep(delay * 1000);
+		if (!strcmp(send_rtr_opt, "auto")) {
+			if (enh && (iw & V2_IRD_A)) {
+				if (ow & V2_ORD_C)
+					send_rtr("write");
+				else if (ow & V2_ORD_D)
+					send_rtr("read");
+				else if (iw & V2_IRD_B)
+					send_rtr("send");
+				else
+					out("rtr sent=none (reply selects no RTR)\n");
+			}
+		} else {
+			send_rtr(send_rtr_opt);
+		}
+	}
+
+	/* ---- steps */
+	for (i = argi + 2; i < argc; i++) {
+		char *l = strdup(argv[i]);
+
+		if (!l)
+			die(1, "out of memory");
+		run_step(l, 0);
+		free(l);
+		if (S.closed)
+			break;
+	}
+	if (script && !S.closed) {
+		FILE *f = strcmp(script, "-") ? fopen(script, "r") : stdin;
+		char line[8192];
+		int ln = 0;
+
+		if (!f)
+			die(2, "%s: %s", script, strerror(errno));
+		while (fgets(line, sizeof(line), f) && !S.closed) {
+			ln++;
+			run_step(line, ln);
+		}
+		if (f != stdin)
+			fclose(f);
+	}
+	tx_flush();
+	rx_for(rx_ms, -1);
+	if (S.rxlen) {
+		hexstr(hex, sizeof(hex), S.rx, S.rxlen > 64 ? 64 : S.rxlen);
+		out("rx-partial bytes=%zu head=%s\n", S.rxlen, hex);
+	}
+	out(S.closed ? "closed\n" : "open\n");
+	close(S.fd);
+	return 0;
+}
