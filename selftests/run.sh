@@ -237,6 +237,10 @@ vm_opts() {
 
 T_START=$(date +%s)
 guest_env="SIWX_BIN=$SELFTEST_DIR/bin SIWX_STOCK_BIN=$SELFTEST_DIR/stock"
+# the suites' own tunables reach the guest (e.g. SIWX_IMM_FLUSH_ROUNDS=12)
+for v in $(compgen -e | grep -E '^SIWX_(IMM_|ATOMIC_|STRESS_|KULP_|SUITE_TIMEOUT_|SEED$)'); do
+	guest_env+=" $v=${!v}"
+done
 
 # ---------------------------------------------------------------- single VM
 if [ ${#single[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then

@@ -11,7 +11,7 @@
 #
 # Needs build/siwx/siw.ko, build/upstream/siw.ko, build/rdma-core/prefix
 # (make modules rdma-core), perftest, iperf3, cc, python3; gnuplot for plots.
-# Builds build/bench/tcp_pingpong, boots one VM (tools/vm/run --netns) that
+# Builds build/bench/tcp_pingpong and build/bench/imm_bench, boots one VM (tools/vm/run --netns) that
 # runs tools/bench/guest-bench.sh, then writes into BENCH_OUT:
 #   samples.csv  every raw sample        summary.csv  median/min/max per point
 #   report.md    the tables              summary.txt  what is printed at the end
@@ -42,16 +42,20 @@ done
 mkdir -p "$OUT"
 cc -O2 -Wall -Wextra -o "$OUT/tcp_pingpong" "$TOP/tools/bench/tcp_pingpong.c" ||
 	die "cannot build tcp_pingpong"
-# The guest looks for the ping-pong under build/bench (the host root is
-# shared read-only, at the same path).
-if [ "$OUT/tcp_pingpong" != "$TOP/build/bench/tcp_pingpong" ]; then
+RP=$TOP/build/rdma-core/prefix
+cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -I"$RP/include" -o "$OUT/imm_bench" \
+	"$TOP/tools/bench/imm_bench.c" -L"$RP/lib" -Wl,-rpath,"$RP/lib" \
+	-Wl,--disable-new-dtags -lrdmacm -libverbs || die "cannot build imm_bench"
+# The guest looks for the ping-pong and imm_bench under build/bench (the
+# host root is shared read-only, at the same path).
+if [ "$OUT" != "$TOP/build/bench" ]; then
 	mkdir -p "$TOP/build/bench"
-	cp "$OUT/tcp_pingpong" "$TOP/build/bench/tcp_pingpong"
+	cp "$OUT/tcp_pingpong" "$OUT/imm_bench" "$TOP/build/bench/"
 fi
 
 case $BENCH in
-quick) TIMEOUT=1200 ;;
-*) TIMEOUT=2700 ;;
+quick) TIMEOUT=1800 ;;
+*) TIMEOUT=3600 ;;
 esac
 VMOUT=$TOP/build/vm/results/bench-$BENCH
 rm -rf "$VMOUT"
@@ -75,6 +79,10 @@ rm -f "$OUT"/samples.csv "$OUT"/summary.csv "$OUT"/summary.txt "$OUT"/report.md 
 	echo "bw_iters=$BENCH_BW_MIN_ITERS..$BENCH_BW_MAX_ITERS"
 	echo "tcp_secs=$BENCH_TCP_SECS"
 	echo "pp_iters=$BENCH_PP_ITERS"
+	echo "imm_lat_tests=$BENCH_IMM_LAT_TESTS"
+	echo "imm_bw_tests=$BENCH_IMM_BW_TESTS"
+	echo "imm_lat_sizes=$BENCH_IMM_LAT_SIZES"
+	echo "imm_rounds=$BENCH_IMM_ROUNDS"
 } > "$OUT/meta.txt"
 
 {

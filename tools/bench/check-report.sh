@@ -9,9 +9,11 @@
 #     integer seq/rep/size, value numeric (> 0), "n/a" or "fail";
 #   - every point of the matrix (tools/bench/bench.conf, for the mode in
 #     meta.txt) of every kind: a numeric median in summary.csv, or n/a with
-#     a reason, and n/a only for operations a device may lack (atomics);
+#     a reason, and n/a only for operations a device may lack (atomics,
+#     RDMA Write with Immediate);
 #   - no run failed for good (guest-bench retries a run three times);
-#   - report.md has a table row for every point and the ratio columns;
+#   - report.md has a table row for every point and the ratio columns,
+#     and the write-with-immediate ratio table;
 #   - the plots listed in plots.txt exist (skipped if gnuplot was missing).
 
 set -u
@@ -68,7 +70,7 @@ read -r h < "$DIR/samples.csv"
 check "samples.csv header" "$([ "$h" = "$HEADER" ]; echo $?)" "got: $h"
 
 bad=$(awk -F, -v reps="$BENCH_REPS" -v kinds="$BENCH_KINDS" \
-	-v tests="$BENCH_LAT_TESTS $BENCH_BW_TESTS $BENCH_TCP_TESTS" '
+	-v tests="$BENCH_LAT_TESTS $BENCH_BW_TESTS $BENCH_TCP_TESTS $BENCH_IMM_LAT_TESTS $BENCH_IMM_BW_TESTS" '
 	BEGIN {
 		split(kinds, a, " "); for (i in a) K[a[i]] = 1
 		split(tests, a, " "); for (i in a) T[a[i]] = 1
@@ -129,10 +131,10 @@ for kind in $BENCH_KINDS; do
 			nok "${desc}row present" "no $metric row in summary.csv"
 		elif [ "$status" = ok ] && numeric "$med" && numeric "$min" && numeric "$max"; then
 			ok "${desc}median $med (n=$n, $min..$max)"
-		elif [ "$status" = n/a ] && [ -n "$note" ] && bench_is_atomic "$test"; then
+		elif [ "$status" = n/a ] && [ -n "$note" ] && bench_may_be_na "$test"; then
 			ok "${desc}n/a ($note)"
 		elif [ "$status" = n/a ]; then
-			nok "${desc}n/a allowed" "n/a is only allowed, with a reason, for operations a device may lack (atomics); note='$note'"
+			nok "${desc}n/a allowed" "n/a is only allowed, with a reason, for operations a device may lack (atomics, write with immediate); note='$note'"
 		else
 			nok "${desc}numeric median" "status=$status median='$med' note='$note'"
 		fi
@@ -152,6 +154,18 @@ for h in "siwx/upstream" "siwx/rxe" "siwx/raw TCP"; do
 	n=$(grep -c "^| test | size | .*| $h |" "$DIR/report.md")
 	check "report.md: latency and bandwidth tables have a '$h' column" "$([ "$n" -ge 2 ]; echo $?)" "found in $n table headers"
 done
+
+# The write-with-immediate ratio table: a row per RDMA kind and point.
+n=0
+for kind in $BENCH_RDMA_KINDS; do
+	for s in $BENCH_IMM_LAT_SIZES; do
+		grep -q "^| $kind | latency | $(human "$s") |" "$DIR/report.md" || n=$((n + 1))
+	done
+	for s in $BENCH_BW_SIZES; do
+		grep -q "^| $kind | bandwidth | $(human "$s") |" "$DIR/report.md" || n=$((n + 1))
+	done
+done
+check "report.md: write-with-immediate ratio table complete" "$([ "$n" = 0 ]; echo $?)" "$n rows missing"
 
 # ---- plots
 if [ ! -s "$DIR/plots.txt" ]; then

@@ -18,6 +18,10 @@
 #   tcp            iperf3 and tcp_pingpong between 192.168.77.1 and
 #                  192.168.77.2 (netns siwx1): the path siw uses
 #
+# Every RDMA kind runs its perftest points, then one tools/bench/imm_bench
+# (RDMA Write with Immediate against RDMA Write and Write + Send, all on one
+# connection) that yields all of its write_imm/write_poll/write_send points.
+#
 # Repetition r runs the kinds in the order of BENCH_KINDS when r is odd and in
 # the reverse order when r is even (A B C D D C B A ...): linear drift hits all
 # kinds equally and the siw module is swapped once per repetition.
@@ -38,6 +42,7 @@ export LD_LIBRARY_PATH=$P/lib
 KO_siwx=$TOP/build/siwx/siw.ko
 KO_upstream=$TOP/build/upstream/siw.ko
 PP=$TOP/build/bench/tcp_pingpong
+IMM=$TOP/build/bench/imm_bench
 NS1=${SIWX_NETNS1:?run me with tools/vm/run --netns}
 OUT=$SIWX_RESULTS/bench
 LOGS=$OUT/logs
@@ -335,6 +340,104 @@ perftest_point() {
 	fi
 }
 
+# imm_fail REP KIND NOTE: every imm_bench point of KIND failed.
+imm_fail() {
+	local t s
+	while read -r t s; do
+		bench_is_imm "$t" || continue
+		sample "$1" "$2" "$t" "$s" "$(bench_main_metric "$t")" fail "" "$3"
+	done <<< "$(bench_points "$2")"
+	FAILS=$((FAILS + 1))
+}
+
+# imm_point REP KIND: one imm_bench run (server on the kind's address 0,
+# client on address 1), every write_imm/write_poll/write_send point of KIND.
+imm_point() {
+	local rep=$1 kind=$2 a0 pre=() port slog clog try spid crc f kw tt ss rest note=
+	local t s k n=0 lim=$BENCH_IMM_TIMEOUT
+	local -A r=() seen=()
+	case $kind in
+	siwx | upstream) a0=$SIW_A0 pre=(ip netns exec "$NS1") ;;
+	rxe) a0=$RXE_A0 ;;
+	esac
+	if [ -n "${KIND_BROKEN[$kind]:-}" ]; then
+		SEQ=$((SEQ + 1))
+		imm_fail "$rep" "$kind" "${KIND_BROKEN[$kind]}"
+		return
+	fi
+	for ((try = 1; try <= 3; try++)); do
+		SEQ=$((SEQ + 1))
+		port=$((20000 + SEQ))
+		printf -v f '%s/%04d-r%d-%s-imm_bench' "$LOGS" "$SEQ" "$rep" "$kind"
+		slog=$f.server.txt clog=$f.client.txt
+		"$IMM" -s -a "$a0" -p "$port" > "$slog" 2>&1 &
+		spid=$!
+		if ! wait_listen "$kind" "$port" "$spid"; then
+			note="server did not listen (try $try)"
+			reap "$spid" 1
+			continue
+		fi
+		[ "$kind" = rxe ] && nap 0.5
+		timeout -k 5 "$lim" "${pre[@]}" "$IMM" -c "$a0" -p "$port" \
+			-l "${BENCH_IMM_LAT_SIZES// /,}" -n "$BENCH_LAT_ITERS" \
+			-b "${BENCH_BW_SIZES// /,}" -B "$BENCH_BW_BYTES" \
+			-m "$BENCH_BW_MIN_ITERS" -M "$BENCH_BW_MAX_ITERS" \
+			-r "$BENCH_IMM_ROUNDS" > "$clog" 2>&1
+		crc=$?
+		reap "$spid" 20
+		if [ "$crc" = 0 ] && [ "$RC" = 0 ]; then
+			note=
+			break
+		fi
+		note="client $(status_text "$crc"), server $(status_text "$RC") (try $try)"
+		say "$kind imm_bench rep $rep: $note; logs $f.*"
+		[ "$try" -lt 3 ] && say "$kind imm_bench rep $rep: again"
+	done
+	if [ -n "$note" ]; then
+		say "FAILED: $kind imm_bench rep $rep: $note; logs $f.*"
+		imm_fail "$rep" "$kind" "$note"
+		return
+	fi
+	[ "$try" -gt 1 ] && note="; try $try"
+	# result test=T size=S iters=N key=value ...  /  na test=T size=S reason=...
+	while read -r kw tt ss rest; do
+		t=${tt#test=} s=${ss#size=}
+		case $kw in
+		result)
+			r=()
+			for k in $rest; do r[${k%%=*}]=${k#*=}; done
+			if [[ $t == *_lat ]]; then
+				for k in lat_typical_us lat_avg_us lat_min_us lat_p99_us; do
+					sample "$rep" "$kind" "$t" "$s" "$k" "${r[$k]:-}" us "iters=${r[iters]:-}$note"
+				done
+				say "$kind $t ${s}B: typical ${r[lat_typical_us]:-} us (rep $rep)"
+			else
+				sample "$rep" "$kind" "$t" "$s" bw_avg_MiBps "${r[bw_avg_MiBps]:-}" MiB/s "iters=${r[iters]:-}$note"
+				sample "$rep" "$kind" "$t" "$s" msg_rate_Mpps "${r[msg_rate_Mpps]:-}" Mpps "iters=${r[iters]:-}$note"
+				say "$kind $t ${s}B: ${r[bw_avg_MiBps]:-} MiB/s (rep $rep)"
+			fi
+			seen["$t $s"]=1
+			;;
+		na)
+			rest=${rest#reason=}
+			sample "$rep" "$kind" "$t" "$s" "$(bench_main_metric "$t")" n/a "" "${rest:-no reason given}"
+			seen["$t $s"]=1
+			;;
+		ratio) say "$kind imm_bench: $tt $ss $rest" ;;
+		esac
+	done < "$clog"
+	while read -r t s; do
+		bench_is_imm "$t" || continue
+		[ -n "${seen["$t $s"]:-}" ] && continue
+		sample "$rep" "$kind" "$t" "$s" "$(bench_main_metric "$t")" fail "" "no result line in $clog"
+		n=$((n + 1))
+	done <<< "$(bench_points "$kind")"
+	if [ "$n" != 0 ]; then
+		say "FAILED: $kind imm_bench rep $rep: $n points without a result"
+		FAILS=$((FAILS + 1))
+	fi
+}
+
 # tcp_point REP TEST: iperf3 (tcp_bw) or tcp_pingpong (tcp_rtt), server in
 # the initial netns on veth0, client in $NS1 on veth1.
 tcp_point() {
@@ -424,10 +527,11 @@ kind_block() {
 	while read -r t s; do
 		if [ "$kind" = tcp ]; then
 			tcp_point "$rep" "$t"
-		else
+		elif ! bench_is_imm "$t"; then
 			perftest_point "$rep" "$kind" "$t" "$s"
 		fi
 	done <<< "$(bench_points "$kind")"
+	[ "$kind" = tcp ] || imm_point "$rep" "$kind"
 }
 
 # ---------------------------------------------------------------- main
@@ -453,6 +557,7 @@ echo 0 > /proc/sys/debug/exception-trace 2>/dev/null ||
 	say "cannot turn off debug.exception-trace"
 
 [ -x "$PP" ] || { say "missing $PP (built by bench.sh)"; exit 2; }
+[ -x "$IMM" ] || { say "missing $IMM (built by bench.sh)"; exit 2; }
 ATOMIC_CHECKED[siwx]=1
 atomic_check siwx siw0
 if ! setup_rxe >> "$LOGS/setup-rxe.txt" 2>&1; then

@@ -26,7 +26,16 @@ TEST_LABEL = {
     "send_bw": "Send (ib_send_bw)",
     "atomic_fadd_bw": "Fetch&Add (ib_atomic_bw)",
     "atomic_cas_bw": "Cmp&Swap (ib_atomic_bw)",
+    "write_imm_lat": "RDMA Write with Immediate latency (imm_bench, one-way)",
+    "write_poll_lat": "RDMA Write latency, receiver polls the last byte (imm_bench, one-way)",
+    "write_send_lat": "RDMA Write + 8-byte Send latency (imm_bench, one-way)",
+    "write_imm_bw": "RDMA Write with Immediate (imm_bench)",
+    "write_plain_bw": "RDMA Write (imm_bench)",
+    "write_send_bw": "RDMA Write + 8-byte Send (imm_bench)",
 }
+# imm_bench: the three ways of writing and notifying, measured side by side
+IMM_MODES = (("write_imm", "write with immediate"), ("write_poll", "write, poll last byte"),
+             ("write_send", "write + send"))
 # Latency tests whose perftest figure is a full round trip (compared with the
 # TCP round trip); the others report half a round trip (compared with RTT/2).
 ROUND_TRIP = {"read_lat", "atomic_fadd_lat", "atomic_cas_lat"}
@@ -81,6 +90,7 @@ class Point:
 
     def __init__(self):
         self.values = []
+        self.by_rep = {}
         self.na = []
         self.fails = []
 
@@ -130,6 +140,7 @@ def load(d):
             v = num(row["value"])
             if v is not None and v > 0:
                 p.values.append(v)
+                p.by_rep[row["rep"]] = v
             elif row["value"] == "n/a":
                 p.na.append(row["note"])
             elif v is not None:
@@ -153,6 +164,34 @@ def expected(meta):
     return lat, bw
 
 
+def expected_imm(meta):
+    """[(test, size)] of imm_bench's latency and bandwidth points ([] for an
+    older report without them)."""
+    lat = [(t, int(s)) for t in meta.get("imm_lat_tests", "").split()
+           for s in meta.get("imm_lat_sizes", "").split()]
+    bw = [(t, int(s)) for t in meta.get("imm_bw_tests", "").split()
+          for s in meta["bw_sizes"].split()]
+    return lat, bw
+
+
+def rep_ratio(a, b):
+    """Median and range over the repetitions of a/b, each repetition's two
+    values coming from the same run (imm_bench: one connection)."""
+    if not a or not b:
+        return None
+    r = sorted(a.by_rep[k] / b.by_rep[k] for k in a.by_rep if k in b.by_rep and b.by_rep[k])
+    if not r:
+        return None
+    return statistics.median(r), r[0], r[-1], len(r)
+
+
+def ratio_cell(x):
+    if not x:
+        return "-"
+    med, lo, hi, n = x
+    return "%.2f" % med if n == 1 else "%.2f (%.2f–%.2f)" % (med, lo, hi)
+
+
 def ratio(a, b, higher_is_better):
     """(text, flag) for median(a)/median(b); flag marks a difference beyond
     noise: '+' siwx better, '-' siwx worse."""
@@ -173,6 +212,7 @@ def main():
     meta = read_meta(d)
     pts = load(d)
     lat, bw = expected(meta)
+    imm_lat, imm_bw = expected_imm(meta)
     kinds = meta["rdma_kinds"].split()
     lat_size = int(meta["lat_size"])
     tcp_bw_size = int(meta["tcp_bw_size"])
@@ -183,7 +223,7 @@ def main():
     # ---- summary.csv: every expected point with its statistics
     rows = []
     for kind in kinds:
-        for t, s in lat + bw:
+        for t, s in lat + bw + imm_lat + imm_bw:
             rows.append((kind, t, s, main_metric(t)))
             if t.endswith("_bw"):
                 rows.append((kind, t, s, "msg_rate_Mpps"))
@@ -300,6 +340,9 @@ def main():
                 cells.append("n/a" if q and q.status == "n/a" else "-")
         out.append("| %s | %s | %s |" % (t, human_size(s), " | ".join(cells)))
     out.append("")
+    if imm_lat or imm_bw:
+        imm_tables(out, P, kinds, imm_lat, imm_bw, hdr, row, na_note, flagged,
+                   tcp_oneway, tcp_bw, meta)
     out.append("### Raw TCP on the siw path (veth0 ↔ veth1 across network namespaces)\n")
     out.append("| measurement | median (min–max) |\n|---|---|")
     out.append("| iperf3 throughput, MiB/s (%s writes) | %s |" % (
@@ -358,6 +401,76 @@ def main():
     with open(os.path.join(d, "plots.txt"), "w") as f:
         f.write("".join("%s\n" % n for n, _ in plots) if plots else "none: %s\n" % plot_note)
     return 0
+
+
+def imm_tables(out, P, kinds, imm_lat, imm_bw, hdr, row, na_note, flagged, tcp_oneway,
+               tcp_bw, meta):
+    """The imm_bench section of report.md: latency, bandwidth, ratios."""
+    out.append("### RDMA Write with Immediate against RDMA Write and Write + Send "
+               "(tools/bench/imm_bench)\n")
+    out.append("One imm_bench run per kind and repetition measures all three on one "
+               "connection, taking turns (%s rounds): *write_imm* (the receiver polls its "
+               "receive CQ for the immediate), *write_poll* (the receiver polls the last "
+               "byte of its buffer, as ib_write_lat does), *write_send* (an RDMA Write and an "
+               "8-byte Send in one post; the receiver polls for the Send). Latency is a "
+               "ping-pong, reported one-way (RTT/2); bandwidth counts the time until the "
+               "receiver has seen the last message.\n" % meta.get("imm_rounds", "?"))
+    out.append("#### Latency, µs (median, min–max; lower is better)\n")
+    out.append(hdr)
+    for t, s in imm_lat:
+        ps = {k: P(k, t, s) for k in kinds}
+        cells = [(ps[k].cell() if ps[k] else "missing") + na_note(ps[k]) for k in kinds]
+        r_up, f_up = ratio(ps["siwx"], ps["upstream"], False)
+        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], False)
+        r_tcp, _ = ratio(ps["siwx"], tcp_oneway, False)
+        if f_up == "-":
+            flagged.append((t, s, r_up))
+        out.append(row(t, s, cells, (tcp_oneway.cell() if tcp_oneway else "missing") + " RTT/2",
+                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+    out.append("")
+    out.append("#### Bandwidth, MiB/s (median, min–max; higher is better)\n")
+    out.append(hdr)
+    for t, s in imm_bw:
+        ps = {k: P(k, t, s) for k in kinds}
+        cells = [(ps[k].cell() if ps[k] else "missing") + na_note(ps[k]) for k in kinds]
+        r_up, f_up = ratio(ps["siwx"], ps["upstream"], True)
+        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], True)
+        r_tcp, _ = ratio(ps["siwx"], tcp_bw, True)
+        if f_up == "-":
+            flagged.append((t, s, r_up))
+        out.append(row(t, s, cells, tcp_bw.cell() if tcp_bw else "missing",
+                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+    out.append("")
+    out.append("#### Write with immediate against the alternatives, per kind\n")
+    out.append("Ratios per repetition (both values from the same connection), median and "
+               "min–max over the repetitions. Latency: imm/x > 1 means write with immediate "
+               "is slower; bandwidth: imm/x < 1 means it is slower. *best* compares the "
+               "minimum round trips.\n")
+    out.append("| kind | what | size | write_imm | write (poll) | write + send | imm/write "
+               "| imm/(write+send) | best imm/write | best imm/(write+send) |\n"
+               "|---|---|---|---|---|---|---|---|---|---|")
+    lat_sizes = sorted({s for _, s in imm_lat})
+    bw_sizes = sorted({s for _, s in imm_bw})
+    for k in kinds:
+        for what, sizes, suf in (("latency", lat_sizes, "_lat"), ("bandwidth", bw_sizes, "_bw")):
+            for s in sizes:
+                names = ("write_imm" + suf, ("write_poll" if suf == "_lat" else "write_plain") + suf,
+                         "write_send" + suf)
+                ps = [P(k, n, s) for n in names]
+                cells = [(p.cell() if p else "missing") for p in ps]
+                r1, r2 = rep_ratio(ps[0], ps[1]), rep_ratio(ps[0], ps[2])
+                b1 = b2 = "-"
+                if suf == "_lat":
+                    mins = [P(k, n, s, "lat_min_us") for n in names]
+                    mins = [(m.stats() or {}).get("min") if m else None for m in mins]
+                    if mins[0] and mins[1]:
+                        b1 = "%.2f" % (mins[0] / mins[1])
+                    if mins[0] and mins[2]:
+                        b2 = "%.2f" % (mins[0] / mins[2])
+                out.append("| %s | %s | %s | %s | %s | %s |" % (
+                    k, what, human_size(s), " | ".join(cells), ratio_cell(r1),
+                    " | ".join((ratio_cell(r2), b1, b2))))
+    out.append("")
 
 
 def make_plots(d, pts, meta, lat, bw, kinds):
@@ -468,6 +581,39 @@ def make_plots(d, pts, meta, lat, bw, kinds):
           "plot '%s/ratio.dat' using 2:3:4:xtic(1) lc rgb '%s', 1 with lines dt 2 lc rgb 'black'"
           % (d, colors["siwx"])]
     plots.append(("ratio.png", "siwx/upstream speed ratio for every operation and size both support"))
+    imm_tests = meta.get("imm_bw_tests", "").split()
+    if imm_tests:
+        # imm-<kind>.dat: size, then median min max per imm_bench bandwidth test
+        for k in kinds:
+            with open(os.path.join(d, "imm-%s.dat" % k), "w") as f:
+                f.write("# size " + " ".join("%s_med %s_min %s_max" % (t, t, t) for t in imm_tests) + "\n")
+                for sz in sizes:
+                    vals = []
+                    for t in imm_tests:
+                        x = st(k, t, sz)
+                        vals += (["%g" % x["median"], "%g" % x["min"], "%g" % x["max"]] if x
+                                 else ["NaN"] * 3)
+                    f.write("%d %s\n" % (sz, " ".join(vals)))
+        icolors = ["#d62728", "#1f77b4", "#2ca02c"]
+        g += ["set terminal pngcairo noenhanced size 1500,520 font 'sans,10'",
+              "set output '%s/imm.png'" % d, "set style data lines", "set key inside top left vertical",
+              "set grid", "set logscale x 2", "set logscale y", "set yrange [*:*]",
+              "set xtics norotate", "set xtics (%s)" % xtics, "set xlabel 'message size'",
+              "set xrange [%g:%g]" % (sizes[0] / 1.5, sizes[-1] * 1.5),
+              "set ylabel 'MiB/s (median, bars: min-max)'",
+              "set multiplot layout 1,%d title 'RDMA Write with Immediate against RDMA Write "
+              "and Write + Send (imm_bench, BENCH=%s)'" % (len(kinds), meta["mode"])]
+        for k in kinds:
+            g.append("set title '%s'" % KIND_LABEL[k])
+            parts = []
+            for i, t in enumerate(imm_tests):
+                c = 2 + 3 * i
+                parts.append("'%s/imm-%s.dat' using 1:%d:%d:%d with yerrorlines lw 2 lc rgb '%s' "
+                             "title '%s'" % (d, k, c, c + 1, c + 2, icolors[i % 3], t))
+            g.append("plot " + ", ".join(parts))
+        g.append("unset multiplot")
+        plots.append(("imm.png", "imm_bench: bandwidth of write with immediate, plain write and "
+                      "write + send against message size, one panel per kind"))
     script = os.path.join(d, "plots.gp")
     with open(script, "w") as f:
         f.write("\n".join(g) + "\n")

@@ -1,0 +1,999 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * imm_bench: RDMA Write with Immediate against plain RDMA Write (and against
+ * RDMA Write followed by a Send), on one rdma_cm connection, side by side.
+ * perftest 4.5 has no write-with-immediate test; this is the tools/bench
+ * substitute (Documentation/performance.md).
+ *
+ *   imm_bench -s [-a ADDR] [-p PORT]                      server
+ *   imm_bench -c ADDR [-p PORT] [-l SIZES] [-n ITERS] [-b SIZES]
+ *             [-B BYTES] [-m MIN] [-M MAX] [-r ROUNDS] [-w WARMUP]
+ *             [-I INLINE] [-x MODES]                      client
+ *
+ * Three ways of moving SIZE bytes and telling the other side about them:
+ *   write  RDMA Write; the receiver busy-polls the last byte of its buffer
+ *          (what ib_write_lat does)
+ *   imm    RDMA Write with Immediate; the receiver busy-polls its receive
+ *          CQ for the IBV_WC_RECV_RDMA_WITH_IMM completion
+ *   send   RDMA Write, then an 8-byte Send (one post, two work requests);
+ *          the receiver polls its receive CQ for the Send
+ * measured as
+ *   latency   ping-pong: the client writes, the server answers the same way
+ *             as soon as it sees the message, and so on; one sample is a
+ *             round trip, reported halved (one-way, like ib_write_lat).
+ *             Sizes -l (default 8,64,1024), -n round trips per size and mode
+ *             (default 200) after -w warm-up round trips per chunk.
+ *   bandwidth the client streams messages (at most 128 work requests
+ *             outstanding, every 16th signalled); the time runs from the
+ *             first post until the server has seen the last message and
+ *             said so (one Send back): delivered bytes per second.
+ *             Sizes -b (default 64,65536), iterations: -B bytes (default
+ *             8 MiB) per size and mode, bounded to -m..-M (16..1000).
+ * Each (size, mode) point is split into -r rounds (default 4) and the modes
+ * take turns within a round (write imm send, then send imm write, ...), so
+ * that drift hits all of them alike.  Messages up to -I bytes (default 64;
+ * 0: never) are posted inline, in every mode.
+ *
+ * Checks (a mismatch is an error, exit status 1): the immediate value and
+ * byte_len of every write-with-immediate completion, the payload of every
+ * Send, that the written data is in place when the notification arrives
+ * (latency: the last byte), and the status of every completion.
+ *
+ * If the provider refuses RDMA Write with Immediate at post time (upstream
+ * siw: EOPNOTSUPP), the imm tests are reported as unsupported and the
+ * others still run.  Output (client, stdout), one line per point:
+ *
+ *   result test=write_imm_lat size=64 iters=200 lat_typical_us=.. lat_avg_us=..
+ *          lat_min_us=.. lat_p99_us=..
+ *   result test=write_imm_bw size=64 iters=1000 bw_avg_MiBps=.. msg_rate_Mpps=..
+ *          snd_MiBps=..
+ *   na test=write_imm_lat size=64 reason=...
+ * test names: write_poll_lat write_imm_lat write_send_lat (latency),
+ * write_plain_bw write_imm_bw write_send_bw (bandwidth); MiB = 2^20 bytes,
+ * Mpps = 10^6 messages/s.  lat_typical_us is the median.  snd_MiBps is
+ * what the sender saw (last send completion; ib_write_bw's view).
+ * Then, for people, "dist ..." lines (latency deciles) and "ratio ..." lines
+ * (imm/write, imm/send).
+ *
+ * Control messages are 64-byte Sends in host byte order (both ends run on
+ * the same machine).  The client's largest size travels in the connection
+ * request's private data, so that the server registers a large enough
+ * buffer.  The server serves one connection and exits.
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define MAX_SIZES	16
+#define CTL_SLOT	64		/* receive buffer per receive WQE */
+#define RQ_WANT		4096
+#define SQ_DEPTH	256
+#define BW_WINDOW	128		/* outstanding send WQEs, bandwidth */
+#define SIGNAL_EVERY	16
+#define WAIT_SECS	30		/* any single wait ... */
+#define STREAM_SECS	300		/* ... but a whole stream (bandwidth, write) */
+#define CTL_MAGIC	0x424d4d49u	/* "IMMB" */
+#define PROBE_IMM	0x1d1d1d1du
+#define DEFAULT_MAXSIZE	(1u << 20)	/* server, without private data */
+
+struct conn_pdata {
+	uint32_t magic;
+	uint32_t maxsize;
+};
+
+enum mode { M_WRITE, M_IMM, M_SEND, M_NUM };
+static const char *const mode_name[M_NUM] = { "write", "imm", "send" };
+static const char *const lat_test[M_NUM] = {
+	"write_poll_lat", "write_imm_lat", "write_send_lat" };
+static const char *const bw_test[M_NUM] = {
+	"write_plain_bw", "write_imm_bw", "write_send_bw" };
+
+enum ctl_type { CTL_HELLO = 1, CTL_NOIMM, CTL_PHASE, CTL_READY, CTL_DONE, CTL_QUIT };
+
+struct ctl {			/* exactly CTL_SLOT bytes */
+	uint32_t magic;
+	uint32_t type;
+	uint64_t addr;		/* HELLO: the sender's receive area */
+	uint64_t len;
+	uint32_t rkey;
+	uint32_t mode;		/* PHASE */
+	uint32_t bw;		/* PHASE: 0 latency, 1 bandwidth */
+	uint32_t size;
+	uint32_t iters;
+	uint32_t warmup;
+	uint32_t tag;		/* PHASE, bandwidth/write: last-byte marker */
+	uint8_t pad[CTL_SLOT - 52];
+};
+
+struct ep {
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *lid, *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t maxsize, buflen;
+	uint8_t *dst;		/* the peer writes here */
+	uint8_t *src_a, *src_b;	/* we write from here */
+	uint8_t *rbuf;		/* receive slots */
+	uint8_t *sbuf;		/* control / 8-byte Send payloads, a ring */
+	unsigned int sslot;
+	uint64_t raddr;		/* peer's dst */
+	uint32_t rkey;
+	uint32_t rq_depth;
+	uint32_t max_inline, inline_max;
+	uint32_t window;
+	uint64_t posted, retired, since_signal;
+	int wait_secs;		/* get_recv()'s limit */
+};
+
+static const char *prog = "imm_bench";
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* deadline helper for busy loops: checks the clock every 4096 calls */
+struct spin {
+	double end;
+	unsigned int n;
+};
+
+static void spin_start(struct spin *s, int secs)
+{
+	s->end = now_us() + secs * 1e6;
+	s->n = 0;
+}
+
+static int spin_expired(struct spin *s)
+{
+	return (++s->n & 4095) == 0 && now_us() > s->end;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static void setup_resources(struct ep *e, size_t maxsize)
+{
+	struct ibv_device_attr da;
+	struct ibv_qp_init_attr qa;
+	uint32_t rcqe;
+	size_t i;
+
+	if (ibv_query_device(e->id->verbs, &da))
+		die("ibv_query_device: %s", strerror(errno));
+	e->rq_depth = RQ_WANT;
+	if ((int)e->rq_depth > da.max_qp_wr)
+		e->rq_depth = da.max_qp_wr;
+	rcqe = e->rq_depth + 64;
+	if ((int)rcqe > da.max_cqe)
+		rcqe = da.max_cqe;
+	e->pd = ibv_alloc_pd(e->id->verbs);
+	if (!e->pd)
+		die("ibv_alloc_pd: %s", strerror(errno));
+	e->scq = ibv_create_cq(e->id->verbs, SQ_DEPTH + 16, NULL, NULL, 0);
+	e->rcq = ibv_create_cq(e->id->verbs, rcqe, NULL, NULL, 0);
+	if (!e->scq || !e->rcq)
+		die("ibv_create_cq: %s", strerror(errno));
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = e->scq;
+	qa.recv_cq = e->rcq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = SQ_DEPTH;
+	qa.cap.max_recv_wr = e->rq_depth;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = 64;
+	if (rdma_create_qp(e->id, e->pd, &qa)) {
+		qa.cap.max_inline_data = 0;
+		if (rdma_create_qp(e->id, e->pd, &qa))
+			die("rdma_create_qp: %s", strerror(errno));
+	}
+	e->qp = e->id->qp;
+	e->window = SQ_DEPTH / 2;
+	e->max_inline = qa.cap.max_inline_data;
+	if (e->inline_max > e->max_inline)
+		e->inline_max = e->max_inline;
+
+	e->maxsize = maxsize;
+	/* dst, src_a, src_b, receive slots, 16 send slots; page aligned */
+	e->buflen = 3 * maxsize + (size_t)e->rq_depth * CTL_SLOT + 16 * CTL_SLOT;
+	if (posix_memalign((void **)&e->buf, 4096, e->buflen))
+		die("out of memory");
+	memset(e->buf, 0, e->buflen);
+	e->dst = e->buf;
+	e->src_a = e->buf + maxsize;
+	e->src_b = e->buf + 2 * maxsize;
+	e->rbuf = e->buf + 3 * maxsize;
+	e->sbuf = e->rbuf + (size_t)e->rq_depth * CTL_SLOT;
+	for (i = 0; i < maxsize; i++)
+		e->src_a[i] = e->src_b[i] = (uint8_t)(i * 7 + 3);
+	e->mr = ibv_reg_mr(e->pd, e->buf, e->buflen,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!e->mr)
+		die("ibv_reg_mr(%zu bytes): %s", e->buflen, strerror(errno));
+}
+
+static void post_recv(struct ep *e, uint64_t slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(e->rbuf + slot * CTL_SLOT),
+		.length = CTL_SLOT,
+		.lkey = e->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+	int rc = ibv_post_recv(e->qp, &wr, &bad);
+
+	if (rc)
+		die("ibv_post_recv: %s", strerror(rc));
+}
+
+static void post_all_recvs(struct ep *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->rq_depth; i++)
+		post_recv(e, i);
+}
+
+static struct rdma_cm_event *cm_wait(struct ep *e, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(e->ec, &ev))
+		die("rdma_get_cm_event: %s", strerror(errno));
+	if (ev->event != want)
+		die("expected rdma_cm event %s, got %s (status %d)",
+		    rdma_event_str(want), rdma_event_str(ev->event), ev->status);
+	return ev;
+}
+
+static void get_addr(const char *host, int port, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai;
+	char ps[16];
+	int rc;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	rc = getaddrinfo(host, ps, &hints, &ai);
+	if (rc)
+		die("getaddrinfo %s: %s", host, gai_strerror(rc));
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+}
+
+/* ------------------------------------------------------- send accounting */
+
+/* Reap send completions; block: until at least one arrived. */
+static void reap_send(struct ep *e, int block)
+{
+	struct ibv_wc wc[16];
+	struct spin sp;
+	int n, i;
+
+	spin_start(&sp, WAIT_SECS);
+	for (;;) {
+		n = ibv_poll_cq(e->scq, 16, wc);
+		if (n < 0)
+			die("ibv_poll_cq(send): %d", n);
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("send completion: %s (opcode %d, vendor_err 0x%x)",
+				    ibv_wc_status_str(wc[i].status), wc[i].opcode,
+				    wc[i].vendor_err);
+			e->retired = wc[i].wr_id;
+		}
+		if (n || !block)
+			return;
+		if (spin_expired(&sp))
+			die("timed out waiting for a send completion");
+	}
+}
+
+static void drain_send(struct ep *e)
+{
+	while (e->retired < e->posted)
+		reap_send(e, 1);
+}
+
+/*
+ * Post a chain of n work requests (last = its last one), keeping at most
+ * e->window of them outstanding; signals every SIGNAL_EVERY-th and, with
+ * force, the last.  Returns 0 or the provider's error (not fatal: the
+ * caller decides).
+ */
+static int post_chain(struct ep *e, struct ibv_send_wr *first,
+		      struct ibv_send_wr *last, unsigned int n, int force)
+{
+	struct ibv_send_wr *bad;
+	int rc;
+
+	while (e->posted - e->retired + n > e->window)
+		reap_send(e, 1);
+	if (force || e->since_signal + n >= SIGNAL_EVERY) {
+		last->send_flags |= IBV_SEND_SIGNALED;
+		last->wr_id = e->posted + n;
+		e->since_signal = 0;
+	} else {
+		e->since_signal += n;
+	}
+	rc = ibv_post_send(e->qp, first, &bad);
+	if (rc)
+		return rc < 0 ? -rc : rc;	/* some providers return -errno */
+	e->posted += n;
+	return 0;
+}
+
+static void send_ctl(struct ep *e, struct ctl *c)
+{
+	uint8_t *p = e->sbuf + (e->sslot++ % 16) * CTL_SLOT;
+	struct ibv_sge sge = { .addr = (uintptr_t)p, .length = CTL_SLOT, .lkey = e->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+	};
+	int rc;
+
+	c->magic = CTL_MAGIC;
+	memcpy(p, c, CTL_SLOT);
+	rc = post_chain(e, &wr, &wr, 1, 1);
+	if (rc)
+		die("ibv_post_send(control): %s", strerror(rc));
+	drain_send(e);	/* the slot ring can be reused */
+}
+
+/*
+ * Wait for one receive completion, check its status, copy up to CTL_SLOT
+ * bytes of payload to out, repost the receive.
+ */
+static void get_recv(struct ep *e, struct ibv_wc *wc, void *out, const char *what)
+{
+	struct spin sp;
+	int n;
+
+	spin_start(&sp, e->wait_secs ? e->wait_secs : WAIT_SECS);
+	for (;;) {
+		n = ibv_poll_cq(e->rcq, 1, wc);
+		if (n > 0)
+			break;
+		if (n < 0)
+			die("ibv_poll_cq(recv): %d", n);
+		if (spin_expired(&sp))
+			die("timed out waiting for %s", what);
+	}
+	if (wc->status != IBV_WC_SUCCESS)
+		die("receive completion (waiting for %s): %s (vendor_err 0x%x)", what,
+		    ibv_wc_status_str(wc->status), wc->vendor_err);
+	if (out && wc->opcode == IBV_WC_RECV)
+		memcpy(out, e->rbuf + wc->wr_id * CTL_SLOT,
+		       wc->byte_len < CTL_SLOT ? wc->byte_len : CTL_SLOT);
+	post_recv(e, wc->wr_id);
+}
+
+static void get_ctl(struct ep *e, struct ctl *c, uint32_t type, const char *what)
+{
+	struct ibv_wc wc;
+
+	memset(c, 0, sizeof(*c));
+	get_recv(e, &wc, c, what);
+	if (wc.opcode != IBV_WC_RECV || wc.byte_len != CTL_SLOT || c->magic != CTL_MAGIC)
+		die("expected a control message (%s), got opcode %d, %u bytes", what,
+		    wc.opcode, wc.byte_len);
+	if (type && c->type != type)
+		die("expected control message %u (%s), got %u", type, what, c->type);
+}
+
+/* --------------------------------------------------------------- messages */
+
+/* Post one message of mode m: size bytes from src; seq is its number. */
+static int post_msg(struct ep *e, enum mode m, const uint8_t *src, uint32_t size,
+		    uint32_t seq, int force)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = size, .lkey = e->mr->lkey };
+	struct ibv_sge sge2;
+	struct ibv_send_wr wr, wr2;
+	uint64_t *p;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = m == M_IMM ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = e->raddr;
+	wr.wr.rdma.rkey = e->rkey;
+	if (size <= e->inline_max)
+		wr.send_flags = IBV_SEND_INLINE;
+	if (m == M_IMM)
+		wr.imm_data = htobe32(seq);
+	if (m != M_SEND)
+		return post_chain(e, &wr, &wr, 1, force);
+	/* Write + 8-byte Send carrying seq */
+	p = (uint64_t *)(e->sbuf + (e->sslot++ % 16) * CTL_SLOT);
+	*p = seq;
+	sge2.addr = (uintptr_t)p;
+	sge2.length = 8;
+	sge2.lkey = e->mr->lkey;
+	memset(&wr2, 0, sizeof(wr2));
+	wr2.sg_list = &sge2;
+	wr2.num_sge = 1;
+	wr2.opcode = IBV_WR_SEND;
+	if (e->inline_max >= 8)
+		wr2.send_flags = IBV_SEND_INLINE;
+	wr.next = &wr2;
+	return post_chain(e, &wr, &wr2, 2, force);
+}
+
+/*
+ * Wait for message seq of mode m (size bytes); lastbyte: what the last
+ * written byte must be once the notification is in (-1: do not check).
+ * secs: how long a plain write may take to show up.
+ */
+static void wait_msg(struct ep *e, enum mode m, uint32_t size, uint32_t seq, int lastbyte,
+		     int secs)
+{
+	volatile uint8_t *lb = e->dst + size - 1;
+	struct ibv_wc wc;
+	struct spin sp;
+	uint64_t v = 0;
+
+	if (m == M_WRITE) {
+		spin_start(&sp, secs);
+		while (*lb != (uint8_t)lastbyte)
+			if (spin_expired(&sp))
+				die("timed out polling for write %u (size %u)", seq, size);
+		return;
+	}
+	get_recv(e, &wc, &v, m == M_IMM ? "a write with immediate" : "a send");
+	if (m == M_IMM) {
+		if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc.wc_flags & IBV_WC_WITH_IMM))
+			die("write with immediate %u: completion opcode %d, wc_flags 0x%x",
+			    seq, wc.opcode, wc.wc_flags);
+		if (be32toh(wc.imm_data) != seq)
+			die("write with immediate %u: immediate data %u", seq,
+			    be32toh(wc.imm_data));
+		if (wc.byte_len != size)
+			die("write with immediate %u: byte_len %u, expected %u", seq,
+			    wc.byte_len, size);
+	} else {
+		if (wc.opcode != IBV_WC_RECV || wc.byte_len != 8 || v != seq)
+			die("send %u: opcode %d, %u bytes, payload %" PRIu64, seq,
+			    wc.opcode, wc.byte_len, v);
+	}
+	if (lastbyte >= 0 && *lb != (uint8_t)lastbyte)
+		die("%s %u: the written data is not in place at the notification "
+		    "(last byte 0x%02x, expected 0x%02x)", mode_name[m], seq, *lb, lastbyte);
+}
+
+/* ---------------------------------------------------------------- phases */
+
+static void die_post(enum mode m, int rc)
+{
+	die("ibv_post_send(%s): %s", mode_name[m], strerror(rc));
+}
+
+/* Latency ping-pong; the initiator records round trips into rtt. */
+static void lat_phase(struct ep *e, enum mode m, uint32_t size, uint32_t iters,
+		      uint32_t warmup, int initiator, double *rtt)
+{
+	uint32_t i, total = warmup + iters;
+	double t0 = 0;
+	int rc;
+
+	e->window = SQ_DEPTH / 2;
+	for (i = 0; i < total; i++) {
+		uint8_t tag = (uint8_t)(i % 255 + 1);
+
+		if (!initiator)
+			wait_msg(e, m, size, i, tag, WAIT_SECS);
+		e->src_a[size - 1] = tag;
+		if (initiator)
+			t0 = now_us();
+		rc = post_msg(e, m, e->src_a, size, i, i == total - 1);
+		if (rc)
+			die_post(m, rc);
+		if (initiator) {
+			wait_msg(e, m, size, i, tag, WAIT_SECS);
+			if (i >= warmup)
+				rtt[i - warmup] = now_us() - t0;
+		}
+		if ((i & 7) == 7)
+			reap_send(e, 0);
+	}
+	drain_send(e);
+}
+
+/* Bandwidth, sender side: returns the sender's own time (to the last send completion). */
+static double bw_send(struct ep *e, enum mode m, uint32_t size, uint32_t iters)
+{
+	double t0 = now_us();
+	uint32_t i;
+	int rc;
+
+	e->window = BW_WINDOW;
+	for (i = 0; i < iters; i++) {
+		int last = i == iters - 1;
+
+		rc = post_msg(e, m, last && m == M_WRITE ? e->src_b : e->src_a, size, i, last);
+		if (rc)
+			die_post(m, rc);
+	}
+	drain_send(e);
+	return now_us() - t0;
+}
+
+static void bw_recv(struct ep *e, enum mode m, uint32_t size, uint32_t iters, uint8_t tag)
+{
+	uint32_t i;
+
+	if (m == M_WRITE) {
+		wait_msg(e, m, size, iters - 1, tag, STREAM_SECS);
+		return;
+	}
+	for (i = 0; i < iters; i++)
+		wait_msg(e, m, size, i, -1, WAIT_SECS);
+}
+
+/* ---------------------------------------------------------------- server */
+
+static int run_server(const char *addr, int port)
+{
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp;
+	struct ep e = { .inline_max = 64 };
+	struct ctl c, r;
+	struct ibv_wc wc;
+
+	e.ec = rdma_create_event_channel();
+	if (!e.ec || rdma_create_id(e.ec, &e.lid, NULL, RDMA_PS_TCP))
+		die("rdma_create_id: %s", strerror(errno));
+	get_addr(addr, port, &ss);
+	if (rdma_bind_addr(e.lid, (struct sockaddr *)&ss))
+		die("rdma_bind_addr %s:%d: %s", addr, port, strerror(errno));
+	if (rdma_listen(e.lid, 1))
+		die("rdma_listen: %s", strerror(errno));
+	ev = cm_wait(&e, RDMA_CM_EVENT_CONNECT_REQUEST);
+	e.id = ev->id;
+	e.maxsize = DEFAULT_MAXSIZE;
+	if (ev->param.conn.private_data_len >= sizeof(struct conn_pdata)) {
+		struct conn_pdata pd;
+
+		memcpy(&pd, ev->param.conn.private_data, sizeof(pd));
+		if (pd.magic == CTL_MAGIC && pd.maxsize >= 8)
+			e.maxsize = pd.maxsize;
+	}
+	rdma_ack_cm_event(ev);
+	setup_resources(&e, e.maxsize);
+	post_all_recvs(&e);
+	memset(&cp, 0, sizeof(cp));
+	cp.rnr_retry_count = 7;
+	if (rdma_accept(e.id, &cp))
+		die("rdma_accept: %s", strerror(errno));
+	ev = cm_wait(&e, RDMA_CM_EVENT_ESTABLISHED);
+	rdma_ack_cm_event(ev);
+
+	get_ctl(&e, &c, CTL_HELLO, "HELLO");
+	e.raddr = c.addr;
+	e.rkey = c.rkey;
+	if (c.len > e.maxsize)
+		die("client wants %" PRIu64 " bytes, server has %zu", c.len, e.maxsize);
+	memset(&r, 0, sizeof(r));
+	r.type = CTL_HELLO;
+	r.addr = (uintptr_t)e.dst;
+	r.len = e.maxsize;
+	r.rkey = e.mr->rkey;
+	send_ctl(&e, &r);
+
+	for (;;) {
+		memset(&c, 0, sizeof(c));
+		get_recv(&e, &wc, &c, "a control message");
+		if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+			/* the client's probe: write with immediate works */
+			if (be32toh(wc.imm_data) != PROBE_IMM)
+				die("probe: immediate data 0x%x", be32toh(wc.imm_data));
+			continue;
+		}
+		if (wc.opcode != IBV_WC_RECV || wc.byte_len != CTL_SLOT || c.magic != CTL_MAGIC)
+			die("expected a control message, got opcode %d, %u bytes",
+			    wc.opcode, wc.byte_len);
+		switch (c.type) {
+		case CTL_NOIMM:
+			continue;
+		case CTL_QUIT:
+			rdma_disconnect(e.id);
+			return 0;
+		case CTL_PHASE:
+			break;
+		default:
+			die("unexpected control message %u", c.type);
+		}
+		if (c.mode >= M_NUM || c.size == 0 || c.size > e.maxsize)
+			die("bad phase: mode %u size %u", c.mode, c.size);
+		e.dst[c.size - 1] = 0;
+		memset(&r, 0, sizeof(r));
+		r.type = CTL_READY;
+		send_ctl(&e, &r);
+		if (c.bw) {
+			bw_recv(&e, c.mode, c.size, c.iters, (uint8_t)c.tag);
+			r.type = CTL_DONE;
+			send_ctl(&e, &r);
+		} else {
+			lat_phase(&e, c.mode, c.size, c.iters, c.warmup, 0, NULL);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- client */
+
+struct point {
+	double *rtt;		/* latency samples, us */
+	uint32_t n;
+	double bytes, msgs, secs, snd_secs;
+};
+
+static int parse_sizes(const char *s, uint32_t *v)
+{
+	char *end;
+	int n = 0;
+
+	while (*s) {
+		unsigned long x = strtoul(s, &end, 0);
+
+		if (end == s || x == 0 || x > (1u << 30) || n == MAX_SIZES)
+			die("bad size list '%s'", s);
+		v[n++] = (uint32_t)x;
+		s = end;
+		if (*s == ',' || *s == ' ')
+			s++;
+	}
+	return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median_of(double *v, uint32_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* order of the modes in round r */
+static enum mode mode_at(int r, int k)
+{
+	return r % 2 ? (enum mode)(M_NUM - 1 - k) : (enum mode)k;
+}
+
+static int run_client(const char *host, int port, uint32_t *lsz, int nl, uint32_t *bsz,
+		      int nb, uint32_t lat_iters, uint32_t warmup, uint64_t bw_bytes,
+		      uint32_t bw_min, uint32_t bw_max, int rounds, uint32_t inline_max,
+		      const char *modes)
+{
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp;
+	struct ep e = { .inline_max = inline_max };
+	struct point lat[MAX_SIZES][M_NUM], bw[MAX_SIZES][M_NUM];
+	struct conn_pdata pdata = { .magic = CTL_MAGIC };
+	int want[M_NUM], imm_ok = 0, i, k, r;
+	char imm_why[200] = "";
+	uint32_t maxsize = 8, it;
+	struct ctl c;
+	uint8_t tag = 0;
+
+	for (k = 0; k < M_NUM; k++)
+		want[k] = strstr(modes, mode_name[k]) != NULL;
+	for (i = 0; i < nl; i++)
+		maxsize = lsz[i] > maxsize ? lsz[i] : maxsize;
+	for (i = 0; i < nb; i++)
+		maxsize = bsz[i] > maxsize ? bsz[i] : maxsize;
+	memset(lat, 0, sizeof(lat));
+	memset(bw, 0, sizeof(bw));
+
+	get_addr(host, port, &ss);
+	e.ec = rdma_create_event_channel();
+	if (!e.ec)
+		die("rdma_create_event_channel: %s", strerror(errno));
+	/* (the caller starts the client once the server listens) */
+	if (rdma_create_id(e.ec, &e.id, NULL, RDMA_PS_TCP))
+		die("rdma_create_id: %s", strerror(errno));
+	if (rdma_resolve_addr(e.id, NULL, (struct sockaddr *)&ss, 5000))
+		die("rdma_resolve_addr: %s", strerror(errno));
+	ev = cm_wait(&e, RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(ev);
+	if (rdma_resolve_route(e.id, 5000))
+		die("rdma_resolve_route: %s", strerror(errno));
+	ev = cm_wait(&e, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	rdma_ack_cm_event(ev);
+	setup_resources(&e, maxsize);
+	post_all_recvs(&e);
+	memset(&cp, 0, sizeof(cp));
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	pdata.maxsize = maxsize;
+	cp.private_data = &pdata;
+	cp.private_data_len = sizeof(pdata);
+	if (rdma_connect(e.id, &cp))
+		die("rdma_connect: %s", strerror(errno));
+	if (rdma_get_cm_event(e.ec, &ev))
+		die("rdma_get_cm_event: %s", strerror(errno));
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
+		die("connect to %s:%d: %s (status %d)", host, port,
+		    rdma_event_str(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+
+	/* HELLO: our buffer, and how large a one we need from the server */
+	memset(&c, 0, sizeof(c));
+	c.type = CTL_HELLO;
+	c.addr = (uintptr_t)e.dst;
+	c.len = maxsize;
+	c.rkey = e.mr->rkey;
+	send_ctl(&e, &c);
+	get_ctl(&e, &c, CTL_HELLO, "the server's HELLO");
+	e.raddr = c.addr;
+	e.rkey = c.rkey;
+	if (c.len < maxsize)
+		die("the server's buffer holds %" PRIu64 " bytes, need %u", c.len, maxsize);
+
+	/* Probe: is RDMA Write with Immediate supported by this provider? */
+	if (want[M_IMM]) {
+		struct ibv_sge sge = { .addr = (uintptr_t)e.src_a, .length = 8,
+				       .lkey = e.mr->lkey };
+		struct ibv_send_wr wr = {
+			.sg_list = &sge, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+			.imm_data = htobe32(PROBE_IMM),
+		};
+		int rc;
+
+		wr.wr.rdma.remote_addr = e.raddr;
+		wr.wr.rdma.rkey = e.rkey;
+		e.window = SQ_DEPTH / 2;
+		rc = post_chain(&e, &wr, &wr, 1, 1);
+		if (rc) {
+			snprintf(imm_why, sizeof(imm_why),
+				 "ibv_post_send(IBV_WR_RDMA_WRITE_WITH_IMM) fails: %s",
+				 strerror(rc));
+			memset(&c, 0, sizeof(c));
+			c.type = CTL_NOIMM;
+			send_ctl(&e, &c);
+		} else {
+			drain_send(&e);
+			imm_ok = 1;
+		}
+		fprintf(stderr, "%s: RDMA Write with Immediate: %s\n", prog,
+			imm_ok ? "supported" : imm_why);
+	}
+	if (e.max_inline < inline_max)
+		fprintf(stderr, "%s: max_inline_data %u: inline up to %u bytes\n", prog,
+			e.max_inline, e.inline_max);
+
+	/* Latency */
+	for (i = 0; i < nl; i++)
+		for (k = 0; k < M_NUM; k++) {
+			lat[i][k].rtt = calloc(lat_iters + rounds, sizeof(double));
+			if (!lat[i][k].rtt)
+				die("out of memory");
+		}
+	for (r = 0; r < rounds; r++) {
+		for (i = 0; i < nl; i++) {
+			/* this round's share of the iterations */
+			uint32_t n = lat_iters / rounds + (r < (int)(lat_iters % rounds));
+
+			for (k = 0; k < M_NUM; k++) {
+				enum mode m = mode_at(r + i, k);
+				struct point *p = &lat[i][m];
+
+				if (!want[m] || (m == M_IMM && !imm_ok) || n == 0)
+					continue;
+				e.dst[lsz[i] - 1] = 0;
+				memset(&c, 0, sizeof(c));
+				c.type = CTL_PHASE;
+				c.mode = m;
+				c.size = lsz[i];
+				c.iters = n;
+				c.warmup = warmup;
+				send_ctl(&e, &c);
+				get_ctl(&e, &c, CTL_READY, "READY");
+				lat_phase(&e, m, lsz[i], n, warmup, 1, p->rtt + p->n);
+				p->n += n;
+			}
+		}
+	}
+	/* Bandwidth */
+	for (r = 0; r < rounds; r++) {
+		for (i = 0; i < nb; i++) {
+			uint64_t want_it = bw_bytes / bsz[i];
+			uint32_t n;
+			double t0, snd;
+
+			if (want_it < bw_min)
+				want_it = bw_min;
+			if (want_it > bw_max)
+				want_it = bw_max;
+			if (want_it > e.rq_depth - 64)
+				want_it = e.rq_depth - 64;
+			it = (uint32_t)want_it;
+			n = it / rounds + (r < (int)(it % rounds));
+			for (k = 0; k < M_NUM; k++) {
+				enum mode m = mode_at(r + i, k);
+				struct point *p = &bw[i][m];
+
+				if (!want[m] || (m == M_IMM && !imm_ok) || n == 0)
+					continue;
+				tag = (uint8_t)(tag % 255 + 1);
+				e.src_a[bsz[i] - 1] = (uint8_t)~tag;
+				e.src_b[bsz[i] - 1] = tag;
+				memset(&c, 0, sizeof(c));
+				c.type = CTL_PHASE;
+				c.mode = m;
+				c.bw = 1;
+				c.size = bsz[i];
+				c.iters = n;
+				c.tag = tag;
+				send_ctl(&e, &c);
+				get_ctl(&e, &c, CTL_READY, "READY");
+				t0 = now_us();
+				snd = bw_send(&e, m, bsz[i], n);
+				e.wait_secs = STREAM_SECS;	/* the receiver may lag */
+				get_ctl(&e, &c, CTL_DONE, "DONE");
+				e.wait_secs = 0;
+				p->secs += (now_us() - t0) / 1e6;
+				p->snd_secs += snd / 1e6;
+				p->bytes += (double)n * bsz[i];
+				p->msgs += n;
+			}
+		}
+	}
+	memset(&c, 0, sizeof(c));
+	c.type = CTL_QUIT;
+	send_ctl(&e, &c);
+
+	/* Results */
+	for (i = 0; i < nl; i++) {
+		double lm[M_NUM] = { 0 };
+
+		for (k = 0; k < M_NUM; k++) {
+			struct point *p = &lat[i][k];
+			double sum = 0, med, p99;
+			uint32_t j;
+
+			if (!want[k])
+				continue;
+			if (k == M_IMM && !imm_ok) {
+				printf("na test=%s size=%u reason=%s\n", lat_test[k], lsz[i], imm_why);
+				continue;
+			}
+			for (j = 0; j < p->n; j++)
+				sum += p->rtt[j];
+			med = median_of(p->rtt, p->n);	/* sorts */
+			j = (uint32_t)(0.99 * p->n + 0.999999);
+			p99 = p->rtt[j ? j - 1 : 0];
+			lm[k] = med / 2;
+			printf("result test=%s size=%u iters=%u lat_typical_us=%.2f lat_avg_us=%.2f "
+			       "lat_min_us=%.2f lat_p99_us=%.2f\n", lat_test[k], lsz[i], p->n,
+			       med / 2, sum / p->n / 2, p->rtt[0] / 2, p99 / 2);
+			/* the distribution, for people: scheduling noise makes it bimodal */
+			printf("dist test=%s size=%u one-way us: p10=%.1f p25=%.1f p50=%.1f "
+			       "p75=%.1f p90=%.1f\n", lat_test[k], lsz[i], p->rtt[p->n / 10] / 2,
+			       p->rtt[p->n / 4] / 2, med / 2, p->rtt[p->n * 3 / 4] / 2,
+			       p->rtt[p->n * 9 / 10] / 2);
+		}
+		if (lm[M_IMM] && lm[M_WRITE])
+			printf("ratio lat size=%u imm/write=%.3f\n", lsz[i],
+			       lm[M_IMM] / lm[M_WRITE]);
+		if (lm[M_IMM] && lm[M_SEND])
+			printf("ratio lat size=%u imm/send=%.3f\n", lsz[i], lm[M_IMM] / lm[M_SEND]);
+	}
+	for (i = 0; i < nb; i++) {
+		double bm[M_NUM] = { 0 };
+
+		for (k = 0; k < M_NUM; k++) {
+			struct point *p = &bw[i][k];
+
+			if (!want[k])
+				continue;
+			if (k == M_IMM && !imm_ok) {
+				printf("na test=%s size=%u reason=%s\n", bw_test[k], bsz[i], imm_why);
+				continue;
+			}
+			bm[k] = p->bytes / p->secs / 1048576;
+			printf("result test=%s size=%u iters=%.0f bw_avg_MiBps=%.3f "
+			       "msg_rate_Mpps=%.6f snd_MiBps=%.3f\n", bw_test[k], bsz[i], p->msgs,
+			       bm[k], p->msgs / p->secs / 1e6, p->bytes / p->snd_secs / 1048576);
+		}
+		if (bm[M_IMM] && bm[M_WRITE])
+			printf("ratio bw size=%u imm/write=%.3f\n", bsz[i], bm[M_IMM] / bm[M_WRITE]);
+		if (bm[M_IMM] && bm[M_SEND])
+			printf("ratio bw size=%u imm/send=%.3f\n", bsz[i], bm[M_IMM] / bm[M_SEND]);
+	}
+	fflush(stdout);
+	rdma_disconnect(e.id);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: %s -s [-a ADDR] [-p PORT]\n"
+		"       %s -c ADDR [-p PORT] [-l SIZES] [-n ITERS] [-b SIZES] [-B BYTES]\n"
+		"          [-m MIN] [-M MAX] [-r ROUNDS] [-w WARMUP] [-I INLINE] [-x MODES]\n"
+		"(see the comment at the top of tools/bench/imm_bench.c)\n", prog, prog);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *host = NULL, *baddr = "0.0.0.0", *bsizes = "64,65536";
+	const char *lsizes = "8,64,1024", *modes = "write,imm,send";
+	uint32_t lsz[MAX_SIZES], bsz[MAX_SIZES];
+	unsigned long lat_iters = 200, warmup = 8, bw_min = 16, bw_max = 1000;
+	unsigned long long bw_bytes = 8ull << 20;
+	int server = 0, port = 18515, rounds = 4, nl, nb, o;
+	unsigned long inl = 64;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((o = getopt(argc, argv, "sa:c:p:b:l:n:B:m:M:r:w:I:x:h")) != -1) {
+		switch (o) {
+		case 's': server = 1; break;
+		case 'c': host = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'a': baddr = optarg; break;
+		case 'b': bsizes = optarg; break;
+		case 'l': lsizes = optarg; break;
+		case 'n': lat_iters = strtoul(optarg, NULL, 0); break;
+		case 'B': bw_bytes = strtoull(optarg, NULL, 0); break;
+		case 'm': bw_min = strtoul(optarg, NULL, 0); break;
+		case 'M': bw_max = strtoul(optarg, NULL, 0); break;
+		case 'r': rounds = atoi(optarg); break;
+		case 'w': warmup = strtoul(optarg, NULL, 0); break;
+		case 'I': inl = strtoul(optarg, NULL, 0); break;
+		case 'x': modes = optarg; break;
+		default: usage();
+		}
+	}
+	if (server == !!host || optind != argc)
+		usage();
+	if (server)
+		return run_server(baddr, port);
+	nl = parse_sizes(lsizes, lsz);
+	nb = parse_sizes(bsizes, bsz);
+	if (rounds < 1 || rounds > 100 || lat_iters < (unsigned long)rounds || lat_iters > 1000000 ||
+	    bw_min < 1 || bw_max < bw_min)
+		usage();
+	return run_client(host, port, lsz, nl, bsz, nb, (uint32_t)lat_iters, (uint32_t)warmup,
+			  bw_bytes, (uint32_t)bw_min, (uint32_t)bw_max, rounds, (uint32_t)inl, modes);
+}
