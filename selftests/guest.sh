@@ -7,7 +7,7 @@
 #   selftests/guest.sh SUITE...
 #
 # Single-VM suites: basic basic-stock fixes term_wire perftest identity stress kulp
-# Pair suites (both VMs run them, SIWX_ROLE=a|b): interop atomic_pair imm_probe
+# Pair suites (both VMs run them, SIWX_ROLE=a|b): interop atomic_pair imm_probe mpa_pair
 #
 # For each SUITE it writes to $SIWX_RESULTS: SUITE.tap (the TAP stream,
 # diagnostics included), SUITE.rc (exit status; 124 = timed out) and
@@ -48,6 +48,8 @@ default_timeout() {
 	identity) echo 60 ;;
 	kulp) echo 300 ;;
 	interop) echo 400 ;;
+	mpa) echo 900 ;;
+	mpa_pair) echo 400 ;;
 	atomic) echo 400 ;;
 	atomic_wire) echo 240 ;;
 	imm) echo 600 ;;
@@ -81,6 +83,8 @@ suite_cmd() {
 	rsockets_upstream) echo "$HERE/rsockets/rsockets_upstream.sh" ;;
 	atomic_pair) echo "$BIN/atomic_pair" ;;
 	imm_probe) echo "$BIN/imm_probe" ;;
+	mpa) echo "$HERE/mpa/mpa_suite.py" ;;
+	mpa_pair) echo "$HERE/mpa/mpa_pair.sh" ;;
 	stress) echo "$BIN/stress" ;;
 	*) return 1 ;;
 	esac

@@ -37,14 +37,14 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 
-SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress kulp rawpeer atomic atomic_wire imm imm_wire rsockets)
+SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress kulp rawpeer atomic atomic_wire imm imm_wire rsockets mpa)
 # single-VM suites that need the unmodified upstream module: one more boot
 # with SIWX_UPSTREAM_MODULE (rsockets_upstream: rsockets' fallback path)
 UPSTREAM_SUITES=(rsockets_upstream)
 PAIR_SUITES=(interop atomic_pair imm_probe)
 # what runs without arguments (stress is opt-in: slow, and it still finds
 # a rare upstream bug)
-DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp rawpeer atomic atomic_wire imm imm_wire rsockets rsockets_upstream interop atomic_pair imm_probe bench)
+DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp rawpeer atomic atomic_wire imm imm_wire rsockets mpa rsockets_upstream interop atomic_pair imm_probe bench)
 
 usage() {
 	sed -n '/^#   selftests\/run.sh/,/^#   SIWX_VERBOSE/s/^# \{0,1\}//p' "$0"

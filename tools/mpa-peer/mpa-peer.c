@@ -9,7 +9,10 @@
  * by the steps on the command line or in a script, with MPA padding and
  * CRC32c (software) as negotiated -- including frames no real peer sends.
  * Everything received afterwards is parsed and printed as one line per
- * FPDU. See usage() and tools/mpa-peer/README.
+ * FPDU. With --listen it is the responder instead: it accepts connections
+ * (from an MPA initiator under test), prints each MPA Request, answers it
+ * (by default as RFC 5044/6581 allow, or as told), and goes on the same way.
+ * See usage() and tools/mpa-peer/README.
  *
  * No dependencies beyond libc.
  */
@@ -221,6 +224,17 @@ static int get_var(const char *name, size_t nlen, uint64_t *val)
 			return 0;
 		}
 	return -1;
+}
+
+static void unset_var(const char *name)
+{
+	int i;
+
+	for (i = 0; i < nvars; i++)
+		if (!strcmp(vars[i].name, name)) {
+			vars[i] = vars[--nvars];
+			return;
+		}
 }
 
 /*
@@ -1162,12 +1176,26 @@ static void run_step(char *line, int lineno)
 	free(text);
 }
 
-/* ---------------------------------------------------------------- main */
+/* ---------------------------------------------------------------- options */
+
+static struct {
+	const char *src, *script, *send_rtr, *pdata_hex, *req_hex, *rtr_list;
+	uint64_t rev, ird, ord, delay, rx_ms, timeout, accept_count;
+	long flags_raw, ird_word, ord_word, pd_len;
+	int crc, enhanced, p2p;		/* -1: not given */
+	int markers, rev_set, ird_set, ord_set, delay_set;
+	uint8_t pdx[MPA_MAX_PD];	/* --pdata */
+	size_t pdxlen;
+	/* responder (--listen) */
+	int listen, reject, close_on_enh, no_reply, crc_use;
+	const char *reply_hex, *key, *garbage_hex;
+} opt;
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: mpa-peer [options] ADDR PORT [STEP...]\n"
+"       mpa-peer --listen [options] ADDR PORT [STEP...]\n"
 "\n"
 "MPA Request:\n"
 "  --rev N            MPA revision (default 2)\n"
@@ -1193,8 +1221,29 @@ static void usage(FILE *f)
 "  --timeout MS       connect and MPA reply limit (default 10000)\n"
 "  --coalesce         queue FPDUs and write them at the next rx/sleep/\n"
 "                     flush step in one send() (default: one per FPDU)\n"
+"  --crc-use on|off   CRC32c on FPDUs after the handshake (default: as the\n"
+"                     reply's C flag; responder: C in either frame)\n"
 "  --var NAME=EXPR    define a variable\n"
 "  --script FILE      more steps, one per line ('-': stdin; # comments)\n"
+"\n"
+"Responder (--listen): binds ADDR:PORT (port 0: any), accepts connections\n"
+"one after the other, reads the MPA Request and answers it (the initiator\n"
+"sends the RTR; none is sent), then runs the steps and reads --rx-ms.\n"
+"The reply follows the request: rev (1 or 2), C, S (rev 2), A; IRD = the\n"
+"request's ORD, ORD = its IRD; with A the RTR flags of --rtr (default\n"
+"write). Overrides: --rev --crc --no-crc --markers --flags --enhanced\n"
+"--no-enhanced --ird --ord --p2p --no-p2p --rtr (or none) --ird-word\n"
+"--ord-word --pdata --pd-len, and:\n"
+"  --accept-count N   connections to handle (default 1)\n"
+"  --key STRING       reply key (16 bytes, NUL-padded or truncated)\n"
+"  --reject           set R\n"
+"  --reply-hex HEX    send these bytes instead of an MPA Reply\n"
+"  --garbage HEX      send these bytes right after the reply\n"
+"  --close-on-enhanced  close without a reply if the request has rev>=2\n"
+"                     or S (a rev 1 request is answered)\n"
+"  --no-reply         send nothing, read for --rx-ms\n"
+"--timeout bounds each accept and each request; --delay defaults to 0;\n"
+"--send-rtr T sends an RTR anyway.\n"
 "\n"
 "Steps (one argument each, or one line of the script): CMD key=value...\n"
 "  send      [data=HEX|len=N [fill=B]] [se=1] [inval=STAG] [qn msn mo]\n"
@@ -1220,11 +1269,15 @@ static void usage(FILE *f)
 "(e.g. rkey, addr, len from raw_server), and from the last FPDU received:\n"
 "rx_opcode rx_qn rx_msn rx_stag rx_to, Read Request rx_sink_stag\n"
 "rx_sink_to rx_size, Atomic Request rx_reqid rx_aop rx_astag rx_ato rx_add\n"
-"rx_cmp, Atomic Response rx_reqid rx_value.\n"
+"rx_cmp, Atomic Response rx_reqid rx_value. Responder: req_rev req_ird\n"
+"req_ord req_a req_b req_c req_d (request), rev (reply sent), crc (in use).\n"
 "\n"
 "Output: 'reply ...', 'var NAME=...', 'rtr sent=...', one 'rx opcode=0x..\n"
 "NAME ...' line per FPDU received, then 'closed' or 'open' (still\n"
-"connected when the time was up).\n"
+"connected when the time was up). Responder: 'listening ADDR:PORT', then\n"
+"per connection 'conn N', 'request ...' (or 'request none (closed)'),\n"
+"'var ...', 'reply rev= flags= pd_len= bytes= after_key=' (sent), the\n"
+"rx lines and 'closed' or 'open'.\n"
 "Exit: 0 ran, 1 no connection / no MPA reply, 2 usage or script error.\n");
 }
 
@@ -1264,19 +1317,409 @@ static void parse_pdata_vars(const uint8_t *p, size_t n)
 	}
 }
 
+static void parse_pdata(void)
+{
+	if (opt.pdata_hex &&
+	    parse_hex(opt.pdata_hex, opt.pdx, sizeof(opt.pdx), &opt.pdxlen))
+		die(2, "--pdata: bad hex");
+}
+
+/*
+ * An MPA Request or Reply: the key (16 bytes), flags, rev, the RFC 6581
+ * word when the flags have S (IRD/ORD, A, and with A the RTR flags of
+ * --rtr; --ird-word/--ord-word override it), --pdata, and PD_Length (or
+ * --pd-len). Returns the length.
+ */
+static size_t mpa_frame(uint8_t *buf, size_t size, const char *key,
+			unsigned int flags, unsigned int rev, uint32_t ird,
+			uint32_t ord, int a)
+{
+	size_t n = 20;
+	uint32_t iw, ow;
+
+	memcpy(buf, key, 16);
+	buf[16] = flags;
+	buf[17] = rev;
+	if (flags & MPA_FLAG_S) {
+		iw = (ird & V2_MASK) | (a ? V2_IRD_A : 0);
+		ow = ord & V2_MASK;
+		if (a) {
+			if (strstr(opt.rtr_list, "send"))
+				iw |= V2_IRD_B;
+			if (strstr(opt.rtr_list, "write"))
+				ow |= V2_ORD_C;
+			if (strstr(opt.rtr_list, "read"))
+				ow |= V2_ORD_D;
+		}
+		if (opt.ird_word >= 0)
+			iw = opt.ird_word;
+		if (opt.ord_word >= 0)
+			ow = opt.ord_word;
+		be16(buf + 20, iw);
+		be16(buf + 22, ow);
+		n += 4;
+	}
+	if (n + opt.pdxlen > size)
+		die(2, "private data too long");
+	memcpy(buf + n, opt.pdx, opt.pdxlen);
+	n += opt.pdxlen;
+	be16(buf + 18, opt.pd_len >= 0 ? (uint32_t)opt.pd_len :
+		       (uint32_t)(n - 20));
+	return n;
+}
+
+/*
+ * Print a received MPA Request/Reply as one line: hdr -> the 20-byte
+ * header, followed by got bytes of the private data (got < PD_Length: not
+ * all of it arrived; pd_got= says how much did). key: the expected key,
+ * printed as key=ok|bad (Requests). Returns whether it carries the RFC 6581
+ * word (S set, PD_Length >= 4), and the word in *iw, *ow.
+ */
+static int print_mpa(const char *what, const uint8_t *hdr, size_t got,
+		     const char *key, uint32_t *iw, uint32_t *ow)
+{
+	static char line[2 * 65536 + 400], hex[2 * 65536 + 8];
+	unsigned int flags = hdr[16];
+	size_t pdlen = rd16(hdr + 18), skip = 0, o;
+	const uint8_t *pd = hdr + 20;
+	int enh = (flags & MPA_FLAG_S) && pdlen >= 4 && got >= 4;
+
+	*iw = 0;
+	*ow = 0;
+	if (enh) {
+		*iw = rd16(pd);
+		*ow = rd16(pd + 2);
+		skip = 4;
+	}
+	o = snprintf(line, sizeof(line),
+		     "%s rev=%u flags=0x%02x m=%d c=%d r=%d s=%d pd_len=%zu",
+		     what, hdr[17], flags, !!(flags & MPA_FLAG_M),
+		     !!(flags & MPA_FLAG_C), !!(flags & MPA_FLAG_R),
+		     !!(flags & MPA_FLAG_S), pdlen);
+	if (key)
+		o += snprintf(line + o, sizeof(line) - o, " key=%s",
+			      memcmp(hdr, key, 16) ? "bad" : "ok");
+	if (enh)
+		o += snprintf(line + o, sizeof(line) - o,
+			      " ird=%u ord=%u a=%d b=%d c_rtr=%d d_rtr=%d ird_word=0x%04x ord_word=0x%04x",
+			      *iw & V2_MASK, *ow & V2_MASK, !!(*iw & V2_IRD_A),
+			      !!(*iw & V2_IRD_B), !!(*ow & V2_ORD_C),
+			      !!(*ow & V2_ORD_D), *iw, *ow);
+	hexstr(hex, sizeof(hex), pd + skip, got - skip);
+	if (got < pdlen)
+		out("%s pdata=%s pd_got=%zu\n", line, hex, got);
+	else
+		out("%s pdata=%s\n", line, hex);
+	return enh;
+}
+
+/* The steps (command line, then --script), then read for --rx-ms. */
+static void run_session(char **steps, int nsteps, FILE *(*script)(void))
+{
+	char hex[2 * 64 + 8];
+	int i;
+
+	for (i = 0; i < nsteps; i++) {
+		char *l = strdup(steps[i]);
+
+		if (!l)
+			die(1, "out of memory");
+		run_step(l, 0);
+		free(l);
+		if (S.closed)
+			break;
+	}
+	if (script && opt.script && !S.closed) {
+		FILE *f = script();
+		char line[8192];
+		int ln = 0;
+
+		while (f && fgets(line, sizeof(line), f) && !S.closed) {
+			ln++;
+			run_step(line, ln);
+		}
+		if (f && f != stdin)
+			fclose(f);
+	}
+	tx_flush();
+	rx_for(opt.rx_ms, -1);
+	if (S.rxlen) {
+		hexstr(hex, sizeof(hex), S.rx, S.rxlen > 64 ? 64 : S.rxlen);
+		out("rx-partial bytes=%zu head=%s\n", S.rxlen, hex);
+	}
+	out(S.closed ? "closed\n" : "open\n");
+}
+
+/* client: the script is read as the steps run ('-': stdin) */
+static FILE *client_script(void)
+{
+	FILE *f = strcmp(opt.script, "-") ? fopen(opt.script, "r") : stdin;
+
+	if (!f)
+		die(2, "%s: %s", opt.script, strerror(errno));
+	return f;
+}
+
+/* ---------------------------------------------------------------- listen */
+
+/* responder: the script, read once, runs for every connection */
+static char *script_buf;
+static size_t script_len;
+
+static FILE *listen_script(void)
+{
+	FILE *f;
+
+	if (!script_len)
+		return NULL;
+	f = fmemopen(script_buf, script_len, "r");
+	if (!f)
+		die(1, "fmemopen: %s", strerror(errno));
+	return f;
+}
+
+static void load_script(void)
+{
+	FILE *f = strcmp(opt.script, "-") ? fopen(opt.script, "r") : stdin;
+	size_t cap = 0, n;
+
+	if (!f)
+		die(2, "%s: %s", opt.script, strerror(errno));
+	do {
+		if (script_len == cap) {
+			cap = cap ? 2 * cap : 8192;
+			script_buf = realloc(script_buf, cap);
+			if (!script_buf)
+				die(1, "out of memory");
+		}
+		n = fread(script_buf + script_len, 1, cap - script_len, f);
+		script_len += n;
+	} while (n);
+	if (f != stdin)
+		fclose(f);
+}
+
+static uint8_t rep_hex[MAX_FRAME], garbage[MAX_FRAME];
+static size_t rep_hexlen, garbage_len;
+
+/*
+ * One accepted connection (S.fd): read and print the MPA Request, answer
+ * it (or not), run the steps, read for --rx-ms.
+ */
+static void serve(int conn, char **steps, int nsteps)
+{
+	static uint8_t rep[MAX_FRAME];
+	static char hex[2 * MAX_FRAME + 8];
+	uint64_t end = now_ms() + opt.timeout, t;
+	unsigned int qflags, qrev, flags, rev;
+	uint32_t qiw, qow, ird, ord;
+	size_t pdlen, got, replen, skip;
+	int qenh, a, rep_c, c;
+	char key[16];
+
+	out("conn %d\n", conn);
+
+	/* ---- MPA Request */
+	if (rx_exact(20, opt.timeout)) {
+		out("request none (%s)\n", S.closed ? "closed" : "timeout");
+		return;
+	}
+	pdlen = rd16(S.rx + 18);
+	t = now_ms();
+	if (rx_exact(20 + pdlen, end > t ? end - t : 0) && S.closed) {
+		out("request none (closed)\n");
+		return;
+	}
+	got = S.rxlen - 20 < pdlen ? S.rxlen - 20 : pdlen;
+	qflags = S.rx[16];
+	qrev = S.rx[17];
+	qenh = print_mpa("request", S.rx, got, MPA_KEY_REQ, &qiw, &qow);
+	set_var("req_rev", 7, qrev);
+	set_var("req_a", 5, !!(qiw & V2_IRD_A));
+	set_var("req_b", 5, !!(qiw & V2_IRD_B));
+	set_var("req_c", 5, !!(qow & V2_ORD_C));
+	set_var("req_d", 5, !!(qow & V2_ORD_D));
+	if (qenh) {
+		set_var("req_ird", 7, qiw & V2_MASK);
+		set_var("req_ord", 7, qow & V2_MASK);
+	} else {
+		unset_var("req_ird");
+		unset_var("req_ord");
+	}
+	skip = qenh ? 4 : 0;
+	parse_pdata_vars(S.rx + 20 + skip, got - skip);
+	S.crc_req = !!(qflags & MPA_FLAG_C);
+	memmove(S.rx, S.rx + 20 + got, S.rxlen - 20 - got);
+	S.rxlen -= 20 + got;
+
+	if (opt.close_on_enh && (qrev >= 2 || (qflags & MPA_FLAG_S))) {
+		out("closing on enhanced request\n");
+		return;
+	}
+	if (opt.no_reply) {
+		out("reply none\n");
+		S.crc = opt.crc_use >= 0 ? opt.crc_use : S.crc_req;
+		set_var("crc", 3, S.crc);
+		run_session(NULL, 0, NULL);
+		return;
+	}
+
+	/* ---- MPA Reply */
+	if (opt.reply_hex) {
+		memcpy(rep, rep_hex, rep_hexlen);
+		replen = rep_hexlen;
+		if (replen < 20)	/* keep rep[16], rep[17] defined */
+			memset(rep + replen, 0, 20 - replen);
+		rep_c = replen > 16 && (rep[16] & MPA_FLAG_C);
+	} else {
+		rev = opt.rev_set ? opt.rev : qrev <= 1 ? 1 : 2;
+		flags = (opt.crc >= 0 ? opt.crc : S.crc_req) ? MPA_FLAG_C : 0;
+		if (opt.markers)
+			flags |= MPA_FLAG_M;
+		if (opt.reject)
+			flags |= MPA_FLAG_R;
+		if (opt.enhanced >= 0 ? opt.enhanced :
+		    (qflags & MPA_FLAG_S) && rev >= 2)
+			flags |= MPA_FLAG_S;
+		if (opt.flags_raw >= 0)
+			flags = opt.flags_raw;
+		a = opt.p2p >= 0 ? opt.p2p : qenh && (qiw & V2_IRD_A);
+		ird = opt.ird_set ? opt.ird : qenh ? qow & V2_MASK : 16;
+		ord = opt.ord_set ? opt.ord : qenh ? qiw & V2_MASK : 16;
+		memset(key, 0, sizeof(key));
+		if (opt.key)
+			memcpy(key, opt.key, strnlen(opt.key, sizeof(key)));
+		else
+			memcpy(key, MPA_KEY_REP, sizeof(key));
+		replen = mpa_frame(rep, sizeof(rep), key, flags, rev, ird, ord,
+				   a);
+		rep_c = !!(rep[16] & MPA_FLAG_C);
+	}
+	hexstr(hex, sizeof(hex), rep + 16, replen > 16 ? replen - 16 : 0);
+	out("reply rev=%u flags=0x%02x pd_len=%u bytes=%zu after_key=%s\n",
+	    rep[17], rep[16], rd16(rep + 18), replen, hex);
+	c = S.coalesce;
+	S.coalesce = 1;
+	tx_queue(rep, replen);
+	if (garbage_len) {
+		hexstr(hex, sizeof(hex), garbage, garbage_len);
+		out("garbage bytes=%zu data=%s\n", garbage_len, hex);
+		tx_queue(garbage, garbage_len);
+	}
+	tx_flush();
+	S.coalesce = c;
+
+	S.crc = opt.crc_use >= 0 ? opt.crc_use : S.crc_req || rep_c;
+	if (S.crc_req != rep_c || opt.crc_use >= 0)
+		out("note crc requested=%d reply=%d use=%d\n", S.crc_req,
+		    rep_c, S.crc);
+	set_var("rev", 3, rep[17]);
+	set_var("crc", 3, S.crc);
+
+	/* anything that came with the request */
+	rx_parse();
+	if (opt.delay)
+		usleep(opt.delay * 1000);
+	if (strcmp(opt.send_rtr, "auto"))
+		send_rtr(opt.send_rtr);
+	run_session(steps, nsteps, listen_script);
+}
+
+static int listen_main(const char *addr, const char *port, char **steps,
+		       int nsteps)
+{
+	struct addrinfo hints = {
+		.ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM
+	}, *ai;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	unsigned int lport = 0;
+	int lfd, one = 1, rc, i, served = 0;
+
+	parse_pdata();
+	if (opt.reply_hex &&
+	    parse_hex(opt.reply_hex, rep_hex, sizeof(rep_hex) - 20,
+		      &rep_hexlen))
+		die(2, "--reply-hex: bad hex");
+	if (opt.garbage_hex &&
+	    parse_hex(opt.garbage_hex, garbage, sizeof(garbage), &garbage_len))
+		die(2, "--garbage: bad hex");
+	if (opt.script)
+		load_script();
+
+	rc = getaddrinfo(addr, port, &hints, &ai);
+	if (rc)
+		die(2, "%s:%s: %s", addr, port, gai_strerror(rc));
+	lfd = socket(ai->ai_family, SOCK_STREAM, 0);
+	if (lfd < 0)
+		die(1, "socket: %s", strerror(errno));
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, ai->ai_addr, ai->ai_addrlen) || listen(lfd, 16))
+		die(1, "listen %s:%s: %s", addr, port, strerror(errno));
+	freeaddrinfo(ai);
+	if (!getsockname(lfd, (struct sockaddr *)&ss, &sl))
+		lport = ntohs(ss.ss_family == AF_INET6 ?
+			      ((struct sockaddr_in6 *)&ss)->sin6_port :
+			      ((struct sockaddr_in *)&ss)->sin_port);
+	out("listening %s:%u\n", addr, lport);
+
+	for (i = 1; (uint64_t)i <= opt.accept_count; i++) {
+		struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+		uint64_t end = now_ms() + opt.timeout, t;
+		int fd = -1, k;
+
+		while ((t = now_ms()) < end) {
+			k = poll(&pfd, 1, (int)(end - t));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0)
+				die(1, "poll: %s", strerror(errno));
+			if (!k)
+				break;
+			fd = accept(lfd, NULL, NULL);
+			if (fd >= 0)
+				break;
+			if (errno != EINTR && errno != EAGAIN &&
+			    errno != ECONNABORTED)
+				die(1, "accept: %s", strerror(errno));
+		}
+		if (fd < 0) {
+			out("accept timeout\n");
+			break;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		for (k = 0; k < 4; k++)
+			S.msn[k] = 1;
+		S.fd = fd;
+		S.reqid = 1;
+		S.crc = 0;
+		S.crc_req = 0;
+		S.rxlen = 0;
+		S.txlen = 0;
+		S.closed = 0;
+		S.rx_fpdus = 0;
+		S.terms = 0;
+		serve(i, steps, nsteps);
+		close(S.fd);
+		S.fd = -1;
+		served++;
+	}
+	close(lfd);
+	return served ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- main */
+
 int main(int argc, char **argv)
 {
-	const char *src = NULL, *script = NULL, *send_rtr_opt = "auto";
-	const char *pdata_hex = NULL, *req_hex = NULL, *rtr_list = "write";
-	uint64_t rev = 2, ird = 16, ord = 16, delay = 500, rx_ms = 3000;
-	uint64_t timeout = 10000, v;
-	long flags_raw = -1, ird_word = -1, ord_word = -1, pd_len_ovr = -1;
-	int crc = 1, markers = 0, enhanced = 1, p2p = 0, i, rc;
-	uint8_t req[20 + MPA_MAX_PD + 64], pdx[MPA_MAX_PD];
-	size_t reqlen, pdxlen = 0, pdlen;
+	const char *listen_only = NULL;
+	uint64_t v;
+	int i, rc;
+	uint8_t req[20 + MPA_MAX_PD + 64];
+	size_t reqlen, pdlen;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	char hex[2 * MPA_MAX_PD + 8];
-	uint8_t rflags, rrev;
+	uint8_t rflags;
 	int argi;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1286,6 +1729,23 @@ int main(int argc, char **argv)
 	S.reqid = 1;
 	for (i = 0; i < 4; i++)
 		S.msn[i] = 1;
+	opt.send_rtr = "auto";
+	opt.rtr_list = "write";
+	opt.rev = 2;
+	opt.ird = 16;
+	opt.ord = 16;
+	opt.delay = 500;
+	opt.rx_ms = 3000;
+	opt.timeout = 10000;
+	opt.accept_count = 1;
+	opt.flags_raw = -1;
+	opt.ird_word = -1;
+	opt.ord_word = -1;
+	opt.pd_len = -1;
+	opt.crc = -1;
+	opt.enhanced = -1;
+	opt.p2p = -1;
+	opt.crc_use = -1;
 
 	for (argi = 1; argi < argc && argv[argi][0] == '-' && argv[argi][1] == '-';
 	     argi++) {
@@ -1300,51 +1760,64 @@ int main(int argc, char **argv)
 			argi++;
 			break;
 		} else if (!strcmp(o, "--rev")) {
-			NUM(rev);
+			NUM(opt.rev);
+			opt.rev_set = 1;
 		} else if (!strcmp(o, "--crc")) {
-			crc = 1; takes = 0;
+			opt.crc = 1; takes = 0;
 		} else if (!strcmp(o, "--no-crc")) {
-			crc = 0; takes = 0;
+			opt.crc = 0; takes = 0;
 		} else if (!strcmp(o, "--markers")) {
-			markers = 1; takes = 0;
+			opt.markers = 1; takes = 0;
 		} else if (!strcmp(o, "--flags")) {
-			NUM(flags_raw);
+			NUM(opt.flags_raw);
 		} else if (!strcmp(o, "--no-enhanced")) {
-			enhanced = 0; takes = 0;
+			opt.enhanced = 0; takes = 0;
 		} else if (!strcmp(o, "--enhanced")) {
-			enhanced = 1; takes = 0;
+			opt.enhanced = 1; takes = 0;
 		} else if (!strcmp(o, "--ird")) {
-			NUM(ird);
+			NUM(opt.ird);
+			opt.ird_set = 1;
 		} else if (!strcmp(o, "--ord")) {
-			NUM(ord);
+			NUM(opt.ord);
+			opt.ord_set = 1;
 		} else if (!strcmp(o, "--p2p")) {
-			p2p = 1; takes = 0;
+			opt.p2p = 1; takes = 0;
+		} else if (!strcmp(o, "--no-p2p")) {
+			opt.p2p = 0; takes = 0;
 		} else if (!strcmp(o, "--rtr")) {
 			if (!a)
 				die(2, "--rtr needs a list");
-			rtr_list = a;
+			opt.rtr_list = a;
 		} else if (!strcmp(o, "--ird-word")) {
-			NUM(ird_word);
+			NUM(opt.ird_word);
 		} else if (!strcmp(o, "--ord-word")) {
-			NUM(ord_word);
+			NUM(opt.ord_word);
 		} else if (!strcmp(o, "--pdata")) {
-			pdata_hex = a;
+			opt.pdata_hex = a;
 		} else if (!strcmp(o, "--pd-len")) {
-			NUM(pd_len_ovr);
+			NUM(opt.pd_len);
 		} else if (!strcmp(o, "--req-hex")) {
-			req_hex = a;
+			opt.req_hex = a;
 		} else if (!strcmp(o, "--src")) {
-			src = a;
+			opt.src = a;
 		} else if (!strcmp(o, "--delay")) {
-			NUM(delay);
+			NUM(opt.delay);
+			opt.delay_set = 1;
 		} else if (!strcmp(o, "--send-rtr")) {
-			send_rtr_opt = a;
+			opt.send_rtr = a;
 		} else if (!strcmp(o, "--rx-ms")) {
-			NUM(rx_ms);
+			NUM(opt.rx_ms);
 		} else if (!strcmp(o, "--timeout")) {
-			NUM(timeout);
+			NUM(opt.timeout);
 		} else if (!strcmp(o, "--coalesce")) {
 			S.coalesce = 1; takes = 0;
+		} else if (!strcmp(o, "--crc-use")) {
+			if (a && (!strcmp(a, "on") || !strcmp(a, "1")))
+				opt.crc_use = 1;
+			else if (a && (!strcmp(a, "off") || !strcmp(a, "0")))
+				opt.crc_use = 0;
+			else
+				die(2, "--crc-use on|off");
 		} else if (!strcmp(o, "--var")) {
 			const char *eq = a ? strchr(a, '=') : NULL;
 
@@ -1352,7 +1825,30 @@ int main(int argc, char **argv)
 				die(2, "--var NAME=EXPR");
 			set_var(a, eq - a, v);
 		} else if (!strcmp(o, "--script")) {
-			script = a;
+			opt.script = a;
+		} else if (!strcmp(o, "--listen")) {
+			opt.listen = 1; takes = 0;
+		} else if (!strcmp(o, "--accept-count")) {
+			NUM(opt.accept_count);
+			listen_only = o;
+		} else if (!strcmp(o, "--reply-hex")) {
+			opt.reply_hex = a;
+			listen_only = o;
+		} else if (!strcmp(o, "--key")) {
+			opt.key = a;
+			listen_only = o;
+		} else if (!strcmp(o, "--reject")) {
+			opt.reject = 1; takes = 0;
+			listen_only = o;
+		} else if (!strcmp(o, "--close-on-enhanced")) {
+			opt.close_on_enh = 1; takes = 0;
+			listen_only = o;
+		} else if (!strcmp(o, "--no-reply")) {
+			opt.no_reply = 1; takes = 0;
+			listen_only = o;
+		} else if (!strcmp(o, "--garbage")) {
+			opt.garbage_hex = a;
+			listen_only = o;
 		} else {
 			usage(stderr);
 			die(2, "unknown option %s", o);
@@ -1368,8 +1864,21 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!send_rtr_opt)
+	if (!opt.send_rtr)
 		die(2, "--send-rtr needs an argument");
+	if (opt.listen) {
+		if (opt.req_hex || opt.src)
+			die(2, "%s: not with --listen",
+			    opt.req_hex ? "--req-hex" : "--src");
+		if (!opt.accept_count)
+			die(2, "--accept-count: at least 1");
+		if (!opt.delay_set)
+			opt.delay = 0;
+		return listen_main(argv[argi], argv[argi + 1], argv + argi + 2,
+				   argc - argi - 2);
+	}
+	if (listen_only)
+		die(2, "%s: only with --listen", listen_only);
 
 	/* ---- connect */
 	rc = getaddrinfo(argv[argi], argv[argi + 1], &hints, &ai);
@@ -1378,16 +1887,16 @@ int main(int argc, char **argv)
 	S.fd = socket(ai->ai_family, SOCK_STREAM, 0);
 	if (S.fd < 0)
 		die(1, "socket: %s", strerror(errno));
-	if (src) {
+	if (opt.src) {
 		struct addrinfo *sa;
 
-		if (getaddrinfo(src, NULL, &hints, &sa) ||
+		if (getaddrinfo(opt.src, NULL, &hints, &sa) ||
 		    bind(S.fd, sa->ai_addr, sa->ai_addrlen))
-			die(1, "bind %s: %s", src, strerror(errno));
+			die(1, "bind %s: %s", opt.src, strerror(errno));
 		freeaddrinfo(sa);
 	}
 	{
-		uint64_t end = now_ms() + timeout;
+		uint64_t end = now_ms() + opt.timeout;
 		int one = 1;
 
 		for (;;) {
@@ -1410,48 +1919,22 @@ int main(int argc, char **argv)
 	out("connected %s:%s\n", argv[argi], argv[argi + 1]);
 
 	/* ---- MPA Request */
-	if (pdata_hex && parse_hex(pdata_hex, pdx, sizeof(pdx), &pdxlen))
-		die(2, "--pdata: bad hex");
-	if (req_hex) {
-		if (parse_hex(req_hex, req, sizeof(req), &reqlen))
+	parse_pdata();
+	if (opt.req_hex) {
+		if (parse_hex(opt.req_hex, req, sizeof(req), &reqlen))
 			die(2, "--req-hex: bad hex");
 		if (reqlen < 20)	/* keep the printout below defined */
 			memset(req + reqlen, 0, 20 - reqlen);
 	} else {
-		uint32_t iw, ow;
+		unsigned int flags;
 
-		memcpy(req, MPA_KEY_REQ, 16);
-		req[16] = (crc ? MPA_FLAG_C : 0) | (markers ? MPA_FLAG_M : 0) |
-			  (rev >= 2 && enhanced ? MPA_FLAG_S : 0);
-		if (flags_raw >= 0)
-			req[16] = flags_raw;
-		req[17] = rev;
-		reqlen = 20;
-		if (req[16] & MPA_FLAG_S) {
-			iw = (ird & V2_MASK) | (p2p ? V2_IRD_A : 0);
-			ow = ord & V2_MASK;
-			if (p2p) {
-				if (strstr(rtr_list, "send"))
-					iw |= V2_IRD_B;
-				if (strstr(rtr_list, "write"))
-					ow |= V2_ORD_C;
-				if (strstr(rtr_list, "read"))
-					ow |= V2_ORD_D;
-			}
-			if (ird_word >= 0)
-				iw = ird_word;
-			if (ord_word >= 0)
-				ow = ord_word;
-			be16(req + 20, iw);
-			be16(req + 22, ow);
-			reqlen += 4;
-		}
-		if (reqlen + pdxlen > sizeof(req))
-			die(2, "private data too long");
-		memcpy(req + reqlen, pdx, pdxlen);
-		reqlen += pdxlen;
-		be16(req + 18, pd_len_ovr >= 0 ? (uint32_t)pd_len_ovr :
-			       (uint32_t)(reqlen - 20));
+		flags = (opt.crc ? MPA_FLAG_C : 0) |
+			(opt.markers ? MPA_FLAG_M : 0) |
+			(opt.rev >= 2 && opt.enhanced ? MPA_FLAG_S : 0);
+		if (opt.flags_raw >= 0)
+			flags = opt.flags_raw;
+		reqlen = mpa_frame(req, sizeof(req), MPA_KEY_REQ, flags,
+				   opt.rev, opt.ird, opt.ord, opt.p2p > 0);
 	}
 	hexstr(hex, sizeof(hex), req + 16, reqlen > 16 ? reqlen - 16 : 0);
 	out("request rev=%u flags=0x%02x pd_len=%u bytes=%zu after_key=%s\n",
@@ -1467,7 +1950,7 @@ int main(int argc, char **argv)
 	}
 
 	/* ---- MPA Reply */
-	if (rx_exact(20, timeout)) {
+	if (rx_exact(20, opt.timeout)) {
 		hexstr(hex, sizeof(hex), S.rx, S.rxlen);
 		out("no-reply got=%zu bytes=%s%s\n", S.rxlen, hex,
 		    S.closed ? " closed" : "");
@@ -1480,38 +1963,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rflags = S.rx[16];
-	rrev = S.rx[17];
 	pdlen = rd16(S.rx + 18);
-	if (pdlen > MPA_MAX_PD || rx_exact(20 + pdlen, timeout)) {
+	if (pdlen > MPA_MAX_PD || rx_exact(20 + pdlen, opt.timeout)) {
 		out("bad-reply pd_len=%zu (not received)\n", pdlen);
 		return 1;
 	}
 	{
 		uint8_t *pd = S.rx + 20;
-		uint32_t iw = 0, ow = 0;
-		size_t skip = 0;
-		char line[2 * MPA_MAX_PD + 400];
-		int enh = (rflags & MPA_FLAG_S) && pdlen >= 4;
+		uint32_t iw, ow;
+		size_t skip;
+		int enh = print_mpa("reply", S.rx, pdlen, NULL, &iw, &ow);
 
-		if (enh) {
-			iw = rd16(pd);
-			ow = rd16(pd + 2);
-			skip = 4;
-		}
-		hexstr(hex, sizeof(hex), pd + skip, pdlen - skip);
-		snprintf(line, sizeof(line),
-			 "reply rev=%u flags=0x%02x m=%d c=%d r=%d s=%d pd_len=%zu",
-			 rrev, rflags, !!(rflags & MPA_FLAG_M),
-			 !!(rflags & MPA_FLAG_C), !!(rflags & MPA_FLAG_R),
-			 !!(rflags & MPA_FLAG_S), pdlen);
-		if (enh)
-			snprintf(line + strlen(line), sizeof(line) - strlen(line),
-				 " ird=%u ord=%u a=%d b=%d c_rtr=%d d_rtr=%d ird_word=0x%04x ord_word=0x%04x",
-				 iw & V2_MASK, ow & V2_MASK, !!(iw & V2_IRD_A),
-				 !!(iw & V2_IRD_B), !!(ow & V2_ORD_C),
-				 !!(ow & V2_ORD_D), iw, ow);
-		out("%s pdata=%s\n", line, hex);
-		set_var("rev", 3, rrev);
+		skip = enh ? 4 : 0;
+		set_var("rev", 3, S.rx[17]);
 		set_var("crc", 3, !!(rflags & MPA_FLAG_C));
 		if (enh) {
 			set_var("ird", 3, iw & V2_MASK);
@@ -1523,19 +1987,24 @@ int main(int argc, char **argv)
 		S.rxlen -= 20 + pdlen;
 		if (rflags & MPA_FLAG_R) {
 			out("rejected\n");
-			rx_for(rx_ms, -1);
+			rx_for(opt.rx_ms, -1);
 			out(S.closed ? "closed\n" : "open\n");
 			return 0;
 		}
 		if (S.crc != S.crc_req)
 			out("note crc requested=%d reply=%d\n", S.crc_req, S.crc);
+		if (opt.crc_use >= 0) {
+			S.crc = opt.crc_use;
+			out("note crc use=%d (forced)\n", S.crc);
+			set_var("crc", 3, S.crc);
+		}
 
 		/* anything that came with the reply */
 		rx_parse();
 
-		if (delay)
-			usleep(delay * 1000);
-		if (!strcmp(send_rtr_opt, "auto")) {
+		if (opt.delay)
+			usleep(opt.delay * 1000);
+		if (!strcmp(opt.send_rtr, "auto")) {
 			if (enh && (iw & V2_IRD_A)) {
 				if (ow & V2_ORD_C)
 					send_rtr("write");
@@ -1547,42 +2016,12 @@ int main(int argc, char **argv)
 					out("rtr sent=none (reply selects no RTR)\n");
 			}
 		} else {
-			send_rtr(send_rtr_opt);
+			send_rtr(opt.send_rtr);
 		}
 	}
 
 	/* ---- steps */
-	for (i = argi + 2; i < argc; i++) {
-		char *l = strdup(argv[i]);
-
-		if (!l)
-			die(1, "out of memory");
-		run_step(l, 0);
-		free(l);
-		if (S.closed)
-			break;
-	}
-	if (script && !S.closed) {
-		FILE *f = strcmp(script, "-") ? fopen(script, "r") : stdin;
-		char line[8192];
-		int ln = 0;
-
-		if (!f)
-			die(2, "%s: %s", script, strerror(errno));
-		while (fgets(line, sizeof(line), f) && !S.closed) {
-			ln++;
-			run_step(line, ln);
-		}
-		if (f != stdin)
-			fclose(f);
-	}
-	tx_flush();
-	rx_for(rx_ms, -1);
-	if (S.rxlen) {
-		hexstr(hex, sizeof(hex), S.rx, S.rxlen > 64 ? 64 : S.rxlen);
-		out("rx-partial bytes=%zu head=%s\n", S.rxlen, hex);
-	}
-	out(S.closed ? "closed\n" : "open\n");
+	run_session(argv + argi + 2, argc - argi - 2, client_script);
 	close(S.fd);
 	return 0;
 }
