@@ -41,10 +41,10 @@ SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress ku
 # single-VM suites that need the unmodified upstream module: one more boot
 # with SIWX_UPSTREAM_MODULE (rsockets_upstream: rsockets' fallback path)
 UPSTREAM_SUITES=(rsockets_upstream)
-PAIR_SUITES=(interop atomic_pair imm_probe)
+PAIR_SUITES=(interop atomic_pair imm_probe mpa_pair)
 # what runs without arguments (stress is opt-in: slow, and it still finds
 # a rare upstream bug)
-DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp rawpeer atomic atomic_wire imm imm_wire rsockets mpa rsockets_upstream interop atomic_pair imm_probe bench)
+DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp rawpeer atomic atomic_wire imm imm_wire rsockets mpa rsockets_upstream interop atomic_pair imm_probe mpa_pair bench)
 
 usage() {
 	sed -n '/^#   selftests\/run.sh/,/^#   SIWX_VERBOSE/s/^# \{0,1\}//p' "$0"
