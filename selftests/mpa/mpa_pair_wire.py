@@ -10,7 +10,8 @@ Helper of selftests/mpa/mpa_pair.sh.
             netlink; with FILE and PID: as soon as FILE (mpa_conn's
             output) has its 'ROLE qpn=N' line, or nothing once PID is gone
 
-PCAP      libpcap file (tcpdump -w; Ethernet, Linux cooked or raw IPv4)
+PCAP      libpcap file (tcpdump -w; Ethernet, Linux cooked, loopback or
+          raw IP; IPv4 or IPv6: read by mpa_wire.py)
 PORT      the responder's TCP port: the connection to it whose initiator
           stream starts with an MPA Request is decoded (the last one when
           there are several; refused attempts carry no payload)
@@ -52,199 +53,71 @@ are ok (or res has no expectations).
 """
 
 import json
+import os
 import re
 import socket
 import struct
 import sys
 
-MPA_KEY_REQ = b"MPA ID Req Frame"
-MPA_KEY_REP = b"MPA ID Rep Frame"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpa_wire  # noqa: E402  (pcap, TCP, MPA and FPDU parsing)
+
 OPNAMES = {0: "Write", 1: "ReadReq", 2: "ReadResp", 3: "Send",
            4: "SendInv", 5: "SendSE", 6: "SendSEInv", 7: "Terminate",
            8: "ImmData", 9: "ImmDataSE", 10: "AtomicReq", 11: "AtomicResp",
            12: "WriteImm"}
-
-
-def read_pcap(path):
-    """Yield (ts, ip packet bytes) of every IPv4 packet in the file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 24:
-        return
-    magic = data[:4]
-    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-        e = "<"
-    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
-        e = ">"
-    else:
-        raise ValueError("not a libpcap file (pcapng?)")
-    linktype = struct.unpack(e + "I", data[20:24])[0] & 0x0FFFFFFF
-    off = 24
-    while off + 16 <= len(data):
-        sec, frac, incl, _orig = struct.unpack(e + "IIII", data[off:off + 16])
-        off += 16
-        if off + incl > len(data):
-            break			# still being written
-        pkt = data[off:off + incl]
-        off += incl
-        if linktype == 1:		# Ethernet
-            p, et = 14, struct.unpack(">H", pkt[12:14])[0] if len(pkt) >= 14 else 0
-            while et in (0x8100, 0x88A8) and len(pkt) >= p + 4:
-                et = struct.unpack(">H", pkt[p + 2:p + 4])[0]
-                p += 4
-        elif linktype == 113:		# Linux cooked v1
-            p, et = 16, struct.unpack(">H", pkt[14:16])[0] if len(pkt) >= 16 else 0
-        elif linktype == 276:		# Linux cooked v2
-            p, et = 20, struct.unpack(">H", pkt[0:2])[0] if len(pkt) >= 20 else 0
-        elif linktype in (101, 228):	# raw IPv4
-            p, et = 0, 0x0800
-        else:
-            raise ValueError("link type %d not supported" % linktype)
-        if et != 0x0800:
-            continue
-        yield sec + frac / 1e6, pkt[p:]
-
-
-def tcp_segments(path):
-    """Yield (ts, src, sport, dst, dport, seq, flags, payload)."""
-    for ts, ip in read_pcap(path):
-        if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 6:
-            continue
-        ihl = (ip[0] & 0xF) * 4
-        tot = struct.unpack(">H", ip[2:4])[0]
-        ip = ip[:tot]			# drop Ethernet padding
-        tcp = ip[ihl:]
-        if len(tcp) < 20:
-            continue
-        sport, dport, seq = struct.unpack(">HHI", tcp[:8])
-        doff = (tcp[12] >> 4) * 4
-        flags = tcp[13]
-        src = ".".join(str(b) for b in ip[12:16])
-        dst = ".".join(str(b) for b in ip[16:20])
-        yield ts, src, sport, dst, dport, seq, flags, bytes(tcp[doff:])
-
-
-class Flow:
-    def __init__(self, ts):
-        self.t0 = ts
-        self.isn = None
-        self.segs = []
-        self.fin = self.rst = False
-
-    def stream(self):
-        """Contiguous bytes from the start; (bytes, gap?)."""
-        if not self.segs:
-            return b"", False
-        base = (self.isn + 1) & 0xFFFFFFFF if self.isn is not None else \
-            min(s for s, _ in self.segs)
-        segs = sorted((((s - base) & 0xFFFFFFFF), d) for s, d in self.segs)
-        out = bytearray()
-        for rel, d in segs:
-            if rel > 0x7FFFFFFF:	# before the base (should not happen)
-                continue
-            if rel > len(out):
-                return bytes(out), True
-            end = rel + len(d)
-            if end > len(out):
-                out += d[len(out) - rel:]
-        return bytes(out), False
-
-
-def connections(path, port):
-    """[(client, i2r Flow, r2i Flow)] of TCP connections to PORT, in order."""
-    flows = {}
-    for ts, src, sport, dst, dport, seq, flags, payload in tcp_segments(path):
-        key = (src, sport, dst, dport)
-        fl = flows.get(key)
-        if fl is None:
-            fl = flows[key] = Flow(ts)
-        if flags & 0x02:		# SYN
-            fl.isn = seq
-        if flags & 0x01:
-            fl.fin = True
-        if flags & 0x04:
-            fl.rst = True
-        if payload:
-            fl.segs.append((seq, payload))
-    conns = []
-    for (src, sport, dst, dport), fl in flows.items():
-        if dport != port:
-            continue
-        back = flows.get((dst, dport, src, sport)) or Flow(fl.t0)
-        conns.append((fl.t0, "%s:%d" % (src, sport), fl, back))
-    conns.sort(key=lambda c: c[0])
-    return [(c, i, r) for _, c, i, r in conns]
+# wire key suffix <- mpa_wire.parse_frame() field
+FRAME_KEYS = (("marker", "m"), ("crc", "c"), ("rej", "r"), ("S", "s"),
+              ("rev", "rev"), ("pdlen", "pd_len"))
+WORD_KEYS = (("A", "a"), ("B", "b"), ("IRD", "ird"), ("C", "c_rtr"),
+             ("D", "d_rtr"), ("ORD", "ord"))
 
 
 def mpa_frame(buf, pfx, keyval, d):
     """Decode an MPA Request/Reply at the start of buf into d; returns
     its length (0 when incomplete/absent)."""
-    if len(buf) < 20:
+    f, n = mpa_wire.parse_frame(buf, keyval, strict=False)
+    if f is not None:
+        d[pfx + ".key"] = f["key_ok"]
+        d[pfx + ".resbits"] = "0x%x" % f["resbits"]
+        for k, fk in FRAME_KEYS:
+            d[pfx + "." + k] = f[fk]
+    if f is None or not f["complete"]:
         d[pfx + ".len"] = 0
         return 0
-    d[pfx + ".key"] = int(buf[:16] == keyval)
-    b0, rev, pdlen = buf[16], buf[17], struct.unpack(">H", buf[18:20])[0]
-    d[pfx + ".marker"] = (b0 >> 7) & 1
-    d[pfx + ".crc"] = (b0 >> 6) & 1
-    d[pfx + ".rej"] = (b0 >> 5) & 1
-    d[pfx + ".S"] = (b0 >> 4) & 1
-    d[pfx + ".resbits"] = "0x%x" % (b0 & 0xF)
-    d[pfx + ".rev"] = rev
-    d[pfx + ".pdlen"] = pdlen
-    if len(buf) < 20 + pdlen:
-        d[pfx + ".len"] = 0
-        return 0
-    d[pfx + ".len"] = 20 + pdlen
-    pd = buf[20:20 + pdlen]
-    if d[pfx + ".S"] and pdlen >= 4:
-        ird, ord_ = struct.unpack(">HH", pd[:4])
-        d[pfx + ".A"] = ird >> 15
-        d[pfx + ".B"] = (ird >> 14) & 1
-        d[pfx + ".IRD"] = ird & 0x3FFF
-        d[pfx + ".C"] = ord_ >> 15
-        d[pfx + ".D"] = (ord_ >> 14) & 1
-        d[pfx + ".ORD"] = ord_ & 0x3FFF
-        pd = pd[4:]
+    d[pfx + ".len"] = n
+    if "ird" in f:
+        for k, fk in WORD_KEYS:
+            d[pfx + "." + k] = f[fk]
     d[pfx + ".pdata"] = "".join(chr(c) if 32 <= c < 127 else "\\x%02x" % c
-                                for c in pd)
-    return 20 + pdlen
+                                for c in f["pdata"])
+    return n
 
 
 def fpdus(buf):
-    """Complete FPDUs (dicts) from buf (which starts at an FPDU)."""
+    """Complete FPDUs (dicts with the wire key suffixes) from buf (which
+    starts at an FPDU), and the bytes left over."""
     out = []
-    off = 0
-    while off + 2 <= len(buf):
-        ulen = struct.unpack(">H", buf[off:off + 2])[0]
-        pad = (4 - (2 + ulen) % 4) % 4
-        total = 2 + ulen + pad + 4
-        if off + total > len(buf) or ulen < 2:
+    rest = len(buf)
+    for g in mpa_wire.parse_fpdus(buf):
+        if not g["complete"]:
             break
-        u = buf[off + 2:off + 2 + ulen]
-        f = {"ulen": ulen, "crcfield": "0x%08x" % struct.unpack(
-            ">I", buf[off + 2 + ulen + pad:off + total])[0]}
-        c0, c1 = u[0], u[1]
-        f["T"], f["L"], f["dv"] = c0 >> 7, (c0 >> 6) & 1, c0 & 3
-        f["rv"], f["op"] = c1 >> 6, c1 & 0xF
-        if f["T"]:
-            hl = 14
-            if ulen >= hl:
-                f["stag"] = "0x%08x" % struct.unpack(">I", u[2:6])[0]
-                f["to"] = "0x%016x" % struct.unpack(">Q", u[6:14])[0]
-        else:
-            hl = 18
-            if ulen >= hl:
-                f["qn"], f["msn"], f["mo"] = struct.unpack(">III", u[6:18])
-        f["len"] = max(ulen - hl, 0)
-        p = u[hl:]
-        if not f["T"] and f["op"] == 1 and len(p) >= 16:
-            f["rsize"] = struct.unpack(">I", p[12:16])[0]
-        if f["op"] == 7 and len(p) >= 4:
-            f["layer"], f["etype"], f["code"] = p[0] >> 4, p[0] & 0xF, p[1]
-            f["hdrct"] = "0x%x" % (p[2] >> 5)
+        rest -= g["wlen"]
+        f = {"ulen": g["len"], "crcfield": "0x%08x" % g["crcfield"],
+             "T": g["t"], "L": g["l"], "dv": g["dv"], "rv": g["rv"],
+             "op": g["op"], "len": g["plen"]}
+        if "stag" in g:
+            f["stag"] = "0x%08x" % g["stag"]
+            f["to"] = "0x%016x" % g["to"]
+        for k in ("qn", "msn", "mo", "layer", "etype", "code"):
+            if k in g:
+                f[k] = g[k]
+        if "size" in g:
+            f["rsize"] = g["size"]
+        if "hdrct" in g:
+            f["hdrct"] = "0x%x" % g["hdrct"]
         out.append(f)
-        off += total
-    return out, len(buf) - off
+    return out, rest
 
 
 def fdesc(f):
@@ -261,14 +134,15 @@ def fdesc(f):
 def decode(pcap, port):
     d = {}
     diag = []
-    conns = connections(pcap, port)
-    mpa = [c for c in conns if c[1].stream()[0][:16] == MPA_KEY_REQ]
+    conns = mpa_wire.connections(mpa_wire.flows(pcap), port)
+    mpa = mpa_wire.mpa_connections(conns)
     d["mpa_conns"] = len(mpa)
     diag.append("%d TCP connection(s) to port %d, %d with an MPA Request"
                 % (len(conns), port, len(mpa)))
     if not mpa:
         return d, diag
-    client, ifl, rfl = mpa[-1]
+    key, ifl, rfl = mpa[-1]
+    client = mpa_wire.endpoint(key[0], key[1])
     ib, igap = ifl.stream()
     rb, rgap = rfl.stream()
     diag.append("connection from %s: initiator %d bytes%s%s, responder "
@@ -277,8 +151,8 @@ def decode(pcap, port):
                                   " (GAP)" if rgap else "",
                                   " FIN" if rfl.fin else "")
                 + (" RST" if ifl.rst or rfl.rst else ""))
-    for pfx, buf, key, name in (("req", ib, MPA_KEY_REQ, "Request"),
-                                ("rep", rb, MPA_KEY_REP, "Reply")):
+    for pfx, buf, key, name in (("req", ib, mpa_wire.KEY_REQ, "Request"),
+                                ("rep", rb, mpa_wire.KEY_REP, "Reply")):
         n = mpa_frame(buf, pfx, key, d)
         if not n:
             diag.append("%s: none (%d bytes)" % (name, len(buf)))
@@ -481,7 +355,6 @@ def main(argv):
         if len(argv) == 4:
             # started with the connection: no interpreter start-up
             # between the QP's appearance and the dump
-            import os
             import time
             pat = re.compile(r"^[a-z]+ qpn=\d+$", re.M)
             while True:

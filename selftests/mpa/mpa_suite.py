@@ -757,6 +757,7 @@ def main():
         for c in RESPONDER_CASES:
             print("responder_peer." + c[0])
         print("kernel")
+        print("decoder")
         return 0
     sel = re.compile(args[0] if args else ".")
     os.makedirs(OUT, exist_ok=True)
@@ -765,6 +766,13 @@ def main():
         print("1..0 # SKIP siw without RFC 6581 parameters (not siwx)")
         return 0
     t0 = time.time()
+    if sel.search("decoder"):
+        # the wire decoder's own unit test (pure logic, synthetic frames)
+        u = subprocess.run([sys.executable,
+                            os.path.join(HERE, "test_mpa_wire.py")],
+                           capture_output=True, text=True, timeout=120)
+        tap(u.returncode == 0, "decoder.unit_test",
+            (u.stdout + u.stderr).splitlines()[-30:])
     try:
         run_matrix(sel)
         run_raw(sel)

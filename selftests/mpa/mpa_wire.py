@@ -17,62 +17,105 @@ c_rtr=C d_rtr=D" (ird.. only when S is set and the private data holds the
 initiator sent after the Reply, as "op=OPCODE len=ULPDU_LEN qn=.. msn=..
 size=.." (size only for a Read Request), and <term> the first Terminate
 each side sent ("layer=L etype=E code=C" or "-"). Used as a module by
-mpa_suite.py (decode()).
+mpa_suite.py (decode()) and mpa_pair_wire.py (the parsers below).
 
-Pure logic: reads the pcap format (Ethernet or Linux cooked/loopback
-link types, IPv4/IPv6, TCP), reassembles each direction by sequence
-number, then parses MPA Request/Reply frames and FPDUs (markers off).
+Pure logic: reads the libpcap format (Ethernet with or without VLAN tags,
+Linux cooked v1/v2, BSD loopback or raw IP link types; IPv4/IPv6, TCP),
+reassembles each direction by sequence number, then parses MPA
+Request/Reply frames and FPDUs (markers off).
+
+Library:
+  packets(path)           every TCP segment of the capture
+  flows(path)             {(src, sport, dst, dport): Flow}, each direction
+                          reassembled (Flow.stream(): (bytes, gap?))
+  connections(fl, port)   the TCP connections to PORT, in capture order;
+                          mpa_connections() those opened by an MPA Request
+                          (the last one is the newest attempt)
+  parse_frame(b, key)     an MPA Request/Reply at the start of b
+  parse_fpdus(b)          the FPDUs of a stream after its MPA frame
+  decode(path, port)      all of it per connection, as mpa_suite.py uses it
 """
+import socket
 import struct
 import sys
 
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
+# pcap link types read: BSD loopback (null), Ethernet, raw IP, Linux
+# cooked v1, raw IPv4, raw IPv6, Linux cooked v2
+LINKTYPES = (0, 1, 101, 113, 228, 229, 276)
 
 
-def _packets(path):
+def _records(path):
+    """(timestamp, link type, packet bytes) of every pcap record; a record
+    cut short at the end (the file is still being written) ends it."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 24:
         return
-    magic = struct.unpack("<I", data[:4])[0]
-    if magic in (0xA1B2C3D4, 0xA1B23C4D):
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
         e = "<"
-    elif magic in (0xD4C3B2A1, 0x4D3CB2A1):
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
         e = ">"
     else:
-        raise ValueError("not a pcap file")
-    linktype = struct.unpack(e + "I", data[20:24])[0]
+        raise ValueError("not a libpcap file (pcapng?)")
+    frac = 1e9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1e6
+    # the upper 4 bits tell about an FCS at the end of each packet, which
+    # the IP length cuts off
+    linktype = struct.unpack(e + "I", data[20:24])[0] & 0x0FFFFFFF
+    if linktype not in LINKTYPES:
+        raise ValueError("link type %d not supported" % linktype)
     off = 24
     while off + 16 <= len(data):
-        _, _, incl, _ = struct.unpack(e + "IIII", data[off:off + 16])
+        sec, sub, incl, _ = struct.unpack(e + "IIII", data[off:off + 16])
         off += 16
-        pkt = data[off:off + incl]
+        if off + incl > len(data):
+            break
+        yield sec + sub / frac, linktype, data[off:off + incl]
         off += incl
-        if linktype == 1:          # Ethernet
-            if len(pkt) < 14:
-                continue
-            etype = struct.unpack(">H", pkt[12:14])[0]
-            l3 = pkt[14:]
-        elif linktype == 113:      # Linux cooked v1
-            etype = struct.unpack(">H", pkt[14:16])[0]
-            l3 = pkt[16:]
-        elif linktype == 276:      # Linux cooked v2
-            etype = struct.unpack(">H", pkt[0:2])[0]
-            l3 = pkt[20:]
-        elif linktype in (0, 101):  # null / raw IP
-            l3 = pkt[4:] if linktype == 0 else pkt
-            etype = 0x0800 if l3 and (l3[0] >> 4) == 4 else 0x86DD
-        else:
-            continue
-        if etype == 0x0800 and len(l3) >= 20:
-            ihl = (l3[0] & 0xF) * 4
+
+
+def _network(linktype, pkt):
+    """(EtherType, network layer bytes) of a captured packet."""
+    if linktype == 1:                   # Ethernet, maybe VLAN tagged
+        if len(pkt) < 14:
+            return 0, b""
+        p, et = 14, struct.unpack(">H", pkt[12:14])[0]
+        while et in (0x8100, 0x88A8) and len(pkt) >= p + 4:
+            et = struct.unpack(">H", pkt[p + 2:p + 4])[0]
+            p += 4
+        return et, pkt[p:]
+    if linktype == 113:                 # Linux cooked v1
+        if len(pkt) < 16:
+            return 0, b""
+        return struct.unpack(">H", pkt[14:16])[0], pkt[16:]
+    if linktype == 276:                 # Linux cooked v2
+        if len(pkt) < 20:
+            return 0, b""
+        return struct.unpack(">H", pkt[0:2])[0], pkt[20:]
+    if linktype == 228:                 # raw IPv4
+        return 0x0800, pkt
+    if linktype == 229:                 # raw IPv6
+        return 0x86DD, pkt
+    l3 = pkt[4:] if linktype == 0 else pkt  # null / raw IP
+    return (0x0800 if l3 and l3[0] >> 4 == 4 else 0x86DD), l3
+
+
+def packets(path):
+    """Yield (ts, src, sport, dst, dport, seq, flags, payload) of every
+    IPv4/IPv6 TCP segment; src and dst are the raw address bytes. Raises
+    ValueError for pcapng or an unsupported link type."""
+    for ts, linktype, pkt in _records(path):
+        et, l3 = _network(linktype, pkt)
+        if et == 0x0800 and len(l3) >= 20 and l3[0] >> 4 == 4:
             if l3[9] != 6:
                 continue
+            ihl = (l3[0] & 0xF) * 4
             src, dst = l3[12:16], l3[16:20]
             tot = struct.unpack(">H", l3[2:4])[0]
-            tcp = l3[ihl:tot]
-        elif etype == 0x86DD and len(l3) >= 40:
+            tcp = l3[ihl:tot]           # without Ethernet padding
+        elif et == 0x86DD and len(l3) >= 40:
             if l3[6] != 6:
                 continue
             src, dst = l3[8:24], l3[24:40]
@@ -84,74 +127,153 @@ def _packets(path):
             continue
         sport, dport, seq = struct.unpack(">HHI", tcp[:8])
         doff = (tcp[12] >> 4) * 4
-        flags = tcp[13]
-        yield (src, sport, dst, dport, seq, flags, tcp[doff:])
+        yield ts, src, sport, dst, dport, seq, tcp[13], bytes(tcp[doff:])
 
 
-def _streams(path):
-    """{(src,sport,dst,dport): bytes} reassembled by sequence number."""
-    segs, isn = {}, {}
-    for src, sport, dst, dport, seq, flags, payload in _packets(path):
-        k = (src, sport, dst, dport)
-        if flags & 0x02:           # SYN: data starts at seq + 1
-            isn[k] = (seq + 1) & 0xFFFFFFFF
-        if payload:
-            segs.setdefault(k, {})
-            segs[k].setdefault(seq, payload)
+def endpoint(addr, port):
+    """'ADDR:PORT' of raw address bytes."""
+    fam = socket.AF_INET if len(addr) == 4 else socket.AF_INET6
+    return "%s:%d" % (socket.inet_ntop(fam, addr), port)
+
+
+class Flow:
+    """One direction of a TCP connection: t0 (its first packet), isn (of
+    its SYN), segs [(seq, payload)], fin, rst."""
+
+    def __init__(self, ts):
+        self.t0 = ts
+        self.isn = None
+        self.segs = []
+        self.fin = self.rst = False
+        self._stream = None
+
+    def stream(self):
+        """Contiguous bytes from the start, by sequence number (the SYN's
+        + 1, else the lowest seen); (bytes, gap?), gap: data after a hole
+        is left out."""
+        if self._stream is None:
+            self._stream = self._reassemble()
+        return self._stream
+
+    def _reassemble(self):
+        if not self.segs:
+            return b"", False
+        base = (self.isn + 1) & 0xFFFFFFFF if self.isn is not None else \
+            min(s for s, _ in self.segs)
+        segs = sorted((((s - base) & 0xFFFFFFFF), d) for s, d in self.segs)
+        out = bytearray()
+        for rel, d in segs:
+            if rel > 0x7FFFFFFF:        # before the base
+                continue
+            if rel > len(out):
+                return bytes(out), True
+            if rel + len(d) > len(out):
+                out += d[len(out) - rel:]
+        return bytes(out), False
+
+
+def flows(path):
+    """{(src, sport, dst, dport): Flow} of every TCP direction in the
+    capture, in the order of their first packets."""
     out = {}
-    for k, d in segs.items():
-        base = isn.get(k, min(d))
-        buf = bytearray()
-        for seq in sorted(d, key=lambda s: (s - base) & 0xFFFFFFFF):
-            rel = (seq - base) & 0xFFFFFFFF
-            p = d[seq]
-            if rel > len(buf):
-                break              # hole: stop at what is contiguous
-            buf += p[len(buf) - rel:]
-        out[k] = bytes(buf)
+    for ts, src, sport, dst, dport, seq, flags, payload in packets(path):
+        key = (src, sport, dst, dport)
+        fl = out.get(key)
+        if fl is None:
+            fl = out[key] = Flow(ts)
+        if flags & 0x02:                # SYN: data starts at seq + 1
+            fl.isn = seq
+        if flags & 0x01:
+            fl.fin = True
+        if flags & 0x04:
+            fl.rst = True
+        if payload:
+            fl.segs.append((seq, payload))
     return out
 
 
-def parse_frame(b, key):
-    """MPA Request/Reply at the start of b: (dict, length) or (None, 0)."""
-    if len(b) < 20 or b[:16] != key:
+def connections(fl, port):
+    """[(key, initiator Flow, responder Flow)] of the TCP connections to
+    PORT (key: the initiator's (src, sport, dst, dport)), ordered by their
+    first packet; refused attempts included (no payload)."""
+    conns = []
+    for key, f in fl.items():
+        if key[3] != port:
+            continue
+        src, sport, dst, dport = key
+        back = fl.get((dst, dport, src, sport)) or Flow(f.t0)
+        conns.append((key, f, back))
+    conns.sort(key=lambda c: c[1].t0)
+    return conns
+
+
+def mpa_connections(conns):
+    """The connections of connections() whose initiator stream starts with
+    an MPA Request key; the last one is the newest."""
+    return [c for c in conns if c[1].stream()[0][:16] == KEY_REQ]
+
+
+def parse_frame(b, key, strict=True):
+    """MPA Request/Reply at the start of b: (dict, length) or (None, 0).
+    strict: b must start with key; else any 16 bytes do and the dict's
+    key_ok tells. complete: all of its private data is in b; pdata: the
+    private data after the RFC 6581 word (if any)."""
+    if len(b) < 20 or (strict and b[:16] != key):
         return None, 0
     flags, rev, pd_len = b[16], b[17], struct.unpack(">H", b[18:20])[0]
     f = {"rev": rev, "flags": flags, "m": flags >> 7 & 1, "c": flags >> 6 & 1,
-         "r": flags >> 5 & 1, "s": flags >> 4 & 1, "pd_len": pd_len}
+         "r": flags >> 5 & 1, "s": flags >> 4 & 1, "pd_len": pd_len,
+         "key_ok": int(b[:16] == key), "resbits": flags & 0xF,
+         "complete": len(b) >= 20 + pd_len}
     pd = b[20:20 + pd_len]
     if f["s"] and len(pd) >= 4:
         wi, wo = struct.unpack(">HH", pd[:4])
         f.update(ird=wi & 0x3FFF, ord=wo & 0x3FFF, a=wi >> 15 & 1,
                  b=wi >> 14 & 1, c_rtr=wo >> 15 & 1, d_rtr=wo >> 14 & 1)
+        pd = pd[4:]
+    f["pdata"] = pd
     return f, 20 + pd_len
 
 
-def parse_fpdus(b, crc):
-    """FPDUs of a stream after the MPA frame: list of dicts."""
+def parse_fpdus(b, crc=None):
+    """FPDUs of a stream after the MPA frame: list of dicts, the last one
+    possibly incomplete (complete=0). len: ULPDU length; plen: ULP payload
+    after the DDP/RDMAP header; wlen: bytes on the wire (pad, CRC field
+    included, present even with CRC off); t, l, dv: DDP tagged/last flags
+    and version; rv, op: RDMAP version and opcode; stag, to (tagged) or
+    qn, msn, mo (untagged); size: a Read Request's message size; layer,
+    etype, code, hdrct: a Terminate's control field; crcfield (complete
+    FPDUs only). crc is not used (the CRC field is always there)."""
     out, off = [], 0
     while off + 2 <= len(b):
         ulen = struct.unpack(">H", b[off:off + 2])[0]
-        total = 2 + ulen
-        total += (-total) & 3
-        total += 4                 # CRC field, present even with CRC off
+        pad = (-(2 + ulen)) & 3
+        total = 2 + ulen + pad + 4
         u = b[off + 2:off + 2 + ulen]
         if len(u) < 2:
             break
         ddp, rdmap = u[0], u[1]
         d = {"len": ulen, "t": ddp >> 7 & 1, "l": ddp >> 6 & 1,
-             "op": rdmap & 0xF}
+             "dv": ddp & 3, "rv": rdmap >> 6, "op": rdmap & 0xF,
+             "wlen": total, "complete": int(off + total <= len(b))}
         if d["t"]:
+            hl = 14
             if len(u) >= 14:
                 d["stag"], d["to"] = struct.unpack(">IQ", u[2:14])
-        elif len(u) >= 18:
-            d["qn"], d["msn"], d["mo"] = struct.unpack(">III", u[6:18])
-            if d["op"] == 0x1 and len(u) >= 46:
-                d["size"] = struct.unpack(">I", u[30:34])[0]
-            if d["op"] == 0x7 and len(u) >= 22:
-                d["layer"] = u[18] >> 4
-                d["etype"] = u[18] & 0xF
-                d["code"] = u[19]
+        else:
+            hl = 18
+            if len(u) >= 18:
+                d["qn"], d["msn"], d["mo"] = struct.unpack(">III", u[6:18])
+        d["plen"] = max(ulen - hl, 0)
+        p = u[hl:]
+        if not d["t"] and d["op"] == 0x1 and len(p) >= 16:
+            d["size"] = struct.unpack(">I", p[12:16])[0]
+        if d["op"] == 0x7 and len(p) >= 4:
+            d["layer"], d["etype"], d["code"] = p[0] >> 4, p[0] & 0xF, p[1]
+            d["hdrct"] = p[2] >> 5
+        if d["complete"]:
+            d["crcfield"] = struct.unpack(
+                ">I", b[off + 2 + ulen + pad:off + total])[0]
         out.append(d)
         off += total
     return out
@@ -188,12 +310,11 @@ def _fmt_term(d):
 
 def decode(path, port):
     """List of per-connection dicts for connections to TCP port PORT."""
-    st = _streams(path)
     conns = []
-    for (src, sport, dst, dport), ib in st.items():
-        if dport != port:
+    for (_, sport, _, _), ifl, rfl in connections(flows(path), port):
+        if not ifl.segs:                # refused: no payload
             continue
-        rb = st.get((dst, dport, src, sport), b"")
+        ib, rb = ifl.stream()[0], rfl.stream()[0]
         req, rl = parse_frame(ib, KEY_REQ)
         rep, pl = parse_frame(rb, KEY_REP)
         c = {"sport": sport, "req": req, "rep": rep, "rtr": None,
