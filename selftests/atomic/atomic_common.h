@@ -239,21 +239,6 @@ static inline int post_atomic(struct ibv_qp *qp, struct ibv_qp_ex *qpx,
 
 /* ---- connections ----------------------------------------------------------- */
 
-static inline struct rdma_event_channel *ax_channel(void)
-{
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-	int fl;
-
-	if (!ch)
-		return NULL;
-	fl = fcntl(ch->fd, F_GETFL);
-	if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		rdma_destroy_event_channel(ch);
-		return NULL;
-	}
-	return ch;
-}
-
 /* Wait for one specific CM event; anything else but benign ones fails. */
 static inline int ax_wait(struct rdma_event_channel *ch,
 			  enum rdma_cm_event_type want,
@@ -405,7 +390,7 @@ static inline int ax_client_start(struct ru_ep *c, const char *src,
 		rc = ax_parse(dst, port, &dss);
 	if (rc)
 		return rc;
-	c->ch = ax_channel();
+	c->ch = ru_new_channel();
 	if (!c->ch)
 		return ax_fail(errno, "rdma_create_event_channel");
 	if (rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP))
@@ -448,7 +433,7 @@ static inline int ax_accept_start(struct ru_listener *l, struct ru_ep *s,
 	if (rc)
 		return rc;
 	s->id = id;
-	s->ch = ax_channel();
+	s->ch = ru_new_channel();
 	if (!s->ch)
 		return ax_fail(errno, "rdma_create_event_channel");
 	if (rdma_migrate_id(id, s->ch))

@@ -141,21 +141,6 @@ static inline void im_cfg_default(struct im_cfg *c)
 	ru_caps_default(&c->caps);
 }
 
-static inline struct rdma_event_channel *im_channel(void)
-{
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-	int fl;
-
-	if (!ch)
-		return NULL;
-	fl = fcntl(ch->fd, F_GETFL);
-	if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		rdma_destroy_event_channel(ch);
-		return NULL;
-	}
-	return ch;
-}
-
 /* Wait for one specific CM event; anything else but benign ones fails. */
 static inline int im_wait(struct rdma_event_channel *ch,
 			  enum rdma_cm_event_type want, int timeout_ms,
@@ -344,7 +329,7 @@ static inline int im_client_start(struct im_ep *m, const char *src,
 		rc = im_parse(dst, port, &dss);
 	if (rc)
 		return rc;
-	m->e.ch = im_channel();
+	m->e.ch = ru_new_channel();
 	if (!m->e.ch)
 		return im_fail(errno, "rdma_create_event_channel");
 	if (rdma_create_id(m->e.ch, &m->e.id, NULL, RDMA_PS_TCP))
@@ -386,7 +371,7 @@ static inline int im_accept_start(struct ru_listener *l, struct im_ep *m,
 	if (rc)
 		return rc;
 	m->e.id = id;
-	m->e.ch = im_channel();
+	m->e.ch = ru_new_channel();
 	if (!m->e.ch)
 		return im_fail(errno, "rdma_create_event_channel");
 	if (rdma_migrate_id(id, m->e.ch))

@@ -176,7 +176,7 @@ static int set_nonblock(int fd)
 	return 0;
 }
 
-static struct rdma_event_channel *new_channel(void)
+struct rdma_event_channel *ru_new_channel(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 
@@ -386,7 +386,7 @@ int ru_listen(struct ru_listener *l, const char *addr, uint16_t port,
 	rc = parse_addr(addr, port, &ss);
 	if (rc)
 		return rc;
-	l->ch = new_channel();
+	l->ch = ru_new_channel();
 	if (!l->ch)
 		return ru_fail(errno, "rdma_create_event_channel: %s",
 			       strerror(errno));
@@ -427,7 +427,7 @@ int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
 	rc = parse_addr(dst, port, &dss);
 	if (rc)
 		return rc;
-	c->ch = new_channel();
+	c->ch = ru_new_channel();
 	if (!c->ch)
 		return ru_fail(errno, "rdma_create_event_channel: %s",
 			       strerror(errno));
@@ -519,7 +519,7 @@ int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
 	if (rc)
 		return rc;
 	s->id = id;
-	s->ch = new_channel();
+	s->ch = ru_new_channel();
 	if (!s->ch)
 		return ru_fail(errno, "rdma_create_event_channel: %s",
 			       strerror(errno));

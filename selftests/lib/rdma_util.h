@@ -205,6 +205,9 @@ const char *ru_qp_state_str(int state);
  * On success *ev holds a copy (private data not kept) and the event has
  * been acked; *id_out gets event->id.
  */
+/* A CM event channel in non-blocking mode (waits poll its fd). */
+struct rdma_event_channel *ru_new_channel(void);
+
 int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
 		    enum rdma_cm_event_type *type, int *status,
 		    struct rdma_cm_id **id_out);

@@ -159,21 +159,6 @@ static long pat_check(const uint8_t *p, size_t n, enum salt s, size_t base)
 
 /* ---- CM events ---------------------------------------------------------- */
 
-static struct rdma_event_channel *new_channel(void)
-{
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-	int fl;
-
-	if (!ch)
-		return NULL;
-	fl = fcntl(ch->fd, F_GETFL);
-	if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		rdma_destroy_event_channel(ch);
-		return NULL;
-	}
-	return ch;
-}
-
 /* Next CM event within timeout_ms (0: a pending one): 1, 0 none, <0 error. */
 static int get_event(struct rdma_event_channel *ch, int timeout_ms,
 		     struct mev *m)
@@ -659,7 +644,7 @@ static int run_client(void)
 		return EX_USAGE;
 	}
 	memset(&c, 0, sizeof(c));
-	c.ep.ch = new_channel();
+	c.ep.ch = ru_new_channel();
 	if (!c.ep.ch || rdma_create_id(c.ep.ch, &c.ep.id, NULL, RDMA_PS_TCP)) {
 		printf("client setup failed: %s\n", strerror(errno));
 		rc = EX_NOCONN;
@@ -723,7 +708,7 @@ static int serve_one(struct ru_listener *l)
 		return rc ? EX_NOCONN : EX_OK;
 	}
 	c.ep.id = m.id;
-	c.ep.ch = new_channel();
+	c.ep.ch = ru_new_channel();
 	if (!c.ep.ch || rdma_migrate_id(c.ep.id, c.ep.ch))
 		rc = fail("own event channel: %s", strerror(errno));
 	else
