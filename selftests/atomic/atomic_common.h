@@ -241,37 +241,12 @@ static inline int post_atomic(struct ibv_qp *qp, struct ibv_qp_ex *qpx,
 
 /* Wait for one specific CM event; anything else but benign ones fails. */
 static inline int ax_wait(struct rdma_event_channel *ch,
-			  enum rdma_cm_event_type want,
-			  int timeout_ms, struct rdma_cm_id **id_out)
+			  enum rdma_cm_event_type want, int timeout_ms,
+			  struct rdma_cm_id **id_out)
 {
-	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
-	enum rdma_cm_event_type t;
-	int st, rc;
+	int rc = ru_wait_cm_event(ch, want, timeout_ms, id_out);
 
-	for (;;) {
-		uint64_t now = ru_now_ms();
-
-		rc = ru_get_cm_event(ch, now >= deadline ? 0 :
-				     (int)(deadline - now), &t, &st, id_out);
-		if (rc)
-			return ax_fail(rc, "waiting for %s: %s",
-				       rdma_event_str(want), ru_errmsg());
-		if (t == want)
-			return 0;
-		switch (t) {
-		case RDMA_CM_EVENT_ADDR_CHANGE:
-		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-			break;
-		case RDMA_CM_EVENT_REJECTED:
-			return ax_fail(ECONNREFUSED, "%s (status %d) waiting for %s",
-				       rdma_event_str(t), st,
-				       rdma_event_str(want));
-		default:
-			return ax_fail(ECONNABORTED, "%s (status %d) waiting for %s",
-				       rdma_event_str(t), st,
-				       rdma_event_str(want));
-		}
-	}
+	return rc ? ax_fail(rc, "%s", ru_errmsg()) : 0;
 }
 
 static inline int ax_parse(const char *s, uint16_t port, struct sockaddr_storage *ss)

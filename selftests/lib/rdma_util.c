@@ -223,6 +223,49 @@ int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
 	}
 }
 
+/*
+ * Wait for one specific CM event; address changes and TIMEWAIT_EXIT are
+ * skipped, REJECTED fails with ECONNREFUSED, anything else with
+ * ECONNABORTED.
+ */
+int ru_wait_cm_event(struct rdma_event_channel *ch,
+		     enum rdma_cm_event_type want, int timeout_ms,
+		     struct rdma_cm_id **id_out)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+	enum rdma_cm_event_type t;
+	int st, rc;
+
+	for (;;) {
+		uint64_t now = ru_now_ms();
+
+		rc = ru_get_cm_event(ch, now >= deadline ? 0 :
+				     (int)(deadline - now), &t, &st, id_out);
+		if (rc) {
+			char why[sizeof(ru_err)];
+
+			snprintf(why, sizeof(why), "%s", ru_errmsg());
+			return ru_fail(rc, "waiting for %s: %s",
+				       rdma_event_str(want), why);
+		}
+		if (t == want)
+			return 0;
+		switch (t) {
+		case RDMA_CM_EVENT_ADDR_CHANGE:
+		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+			break;
+		case RDMA_CM_EVENT_REJECTED:
+			return ru_fail(ECONNREFUSED, "%s (status %d) waiting for %s",
+				       rdma_event_str(t), st,
+				       rdma_event_str(want));
+		default:
+			return ru_fail(ECONNABORTED, "%s (status %d) waiting for %s",
+				       rdma_event_str(t), st,
+				       rdma_event_str(want));
+		}
+	}
+}
+
 static int wait_event(struct rdma_event_channel *ch,
 		      enum rdma_cm_event_type want, int timeout_ms,
 		      struct rdma_cm_id **id_out, struct ru_ep *e)

@@ -205,6 +205,14 @@ const char *ru_qp_state_str(int state);
  * On success *ev holds a copy (private data not kept) and the event has
  * been acked; *id_out gets event->id.
  */
+/*
+ * Wait for one specific CM event; address changes and TIMEWAIT_EXIT are
+ * skipped, REJECTED fails with -ECONNREFUSED, any other with -ECONNABORTED.
+ */
+int ru_wait_cm_event(struct rdma_event_channel *ch,
+		     enum rdma_cm_event_type want, int timeout_ms,
+		     struct rdma_cm_id **id_out);
+
 /* A CM event channel in non-blocking mode (waits poll its fd). */
 struct rdma_event_channel *ru_new_channel(void);
 
