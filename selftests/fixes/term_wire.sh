@@ -41,28 +41,14 @@ skip_all() {
 	exit 0
 }
 
-DUMPCAP=$(command -v dumpcap || echo /usr/bin/dumpcap)
-TSHARK=$(command -v tshark || echo /usr/bin/tshark)
+. "$HERE/../lib/capture.sh"
 [ -x "$DUMPCAP" ] || skip_all "dumpcap not installed (apt-get install tshark)"
 [ -x "$TSHARK" ] || skip_all "tshark not installed (apt-get install tshark)"
 [ -x "$BIN/term_peer" ] || { echo "Bail out! $BIN/term_peer missing (make selftests)"; exit 1; }
 
-PCAP=$OUT/term_wire.pcap
-LOG=$OUT/term_wire.log
-rm -f "$PCAP"
-: > "$LOG"
-
 last=$((PORT0 + ${#CASES[@]} - 1))
-"$DUMPCAP" -i lo -f "tcp portrange $PORT0-$last" -w "$PCAP" 2>>"$LOG" &
-DC=$!
-for _ in $(seq 300); do	# up to 30 s under TCG
-	grep -q "Capturing on" "$LOG" && break
-	kill -0 "$DC" 2>/dev/null || break
-	sleep 0.1
-done
-if ! grep -q "Capturing on" "$LOG"; then
-	kill "$DC" 2>/dev/null
-	echo "# dumpcap did not start:"; sed 's/^/#   /' "$LOG"
+if ! cap_start term_wire "tcp portrange $PORT0-$last"; then
+	echo "# dumpcap did not start:"; sed 's/^/#   /' "$CAP_LOG"
 	i=1
 	for c in "${CASES[@]}"; do
 		set -- $c
@@ -81,16 +67,14 @@ for c in "${CASES[@]}"; do
 	printf '%s\n' "${PEEROUT[$1]}" | sed 's/^/#   /'
 	port=$((port + 1))
 done
-sleep 1
-kill -INT "$DC" 2>/dev/null
-for _ in $(seq 100); do kill -0 "$DC" 2>/dev/null || break; sleep 0.1; done
-kill -KILL "$DC" 2>/dev/null
-wait "$DC" 2>/dev/null
+cap_stop
+PCAP=$CAP_PCAP
+LOG=$CAP_LOG
+[ -z "$CAP_SUMMARY" ] || echo "$CAP_SUMMARY"
 
 # One tshark pass (slow to start under TCG): every frame that MPA was
 # dissected for, with the Terminate fields (empty for other frames).
-ROWS=$("$TSHARK" -r "$PCAP" -n \
-	--disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp \
+ROWS=$("$TSHARK" -r "$PCAP" "${TSHARK_IWARP[@]}" \
 	-Y iwarp_mpa -T fields -E separator=';' \
 	-e tcp.srcport -e tcp.dstport -e iwarp_rdma.term_layer \
 	-e iwarp_rdma.term_etype_rdma -e iwarp_rdma.term_errcode_rdma \
@@ -112,6 +96,11 @@ for c in "${CASES[@]}"; do
 		reason="no Terminate on the wire"
 		[ "$mpa" -gt 0 ] || reason="$reason (and no MPA frame decoded: capture or dissector problem)"
 		echo "# $name: $reason; peer said: $(printf '%s' "${PEEROUT[$name]}" | tr '\n' ' ')"
+		# what the capture holds of the connection, for the post mortem
+		"$TSHARK" -r "$PCAP" -n -Y "tcp.port == $port" -T fields \
+			-e frame.number -e tcp.srcport -e tcp.dstport \
+			-e tcp.flags.str -e tcp.len 2>/dev/null |
+			sed "s/^/# $name: frame /" | head -n 30
 		echo "not ok $i terminate_wire.$name"
 		fails=$((fails + 1))
 	else

@@ -43,31 +43,18 @@ all_fail() {	# REASON
 	exit 1
 }
 
-DUMPCAP=$(command -v dumpcap || echo /usr/bin/dumpcap)
-TSHARK=$(command -v tshark || echo /usr/bin/tshark)
+. "$HERE/../lib/capture.sh"
 [ -x "$DUMPCAP" ] || all_fail "dumpcap not installed (apt-get install tshark)"
 [ -x "$TSHARK" ] || all_fail "tshark not installed (apt-get install tshark)"
 [ -n "$PY" ] || all_fail "python3 not installed"
 [ -x "$BIN/imm_peer" ] || all_fail "$BIN/imm_peer missing (make selftests)"
 
-PCAP=$OUT/imm_wire.pcap
-LOG=$OUT/imm_wire.log
 TSV=$OUT/imm_wire.frames.tsv
-rm -f "$PCAP" "$TSV"
-: > "$LOG"
-
+rm -f "$TSV"
 last=$((PORT0 + ${#CASES[@]} - 1))
-"$DUMPCAP" -i lo -f "tcp portrange $PORT0-$last" -w "$PCAP" 2>>"$LOG" &
-DC=$!
-for _ in $(seq 300); do	# up to 30 s under TCG
-	grep -q "Capturing on" "$LOG" && break
-	kill -0 "$DC" 2>/dev/null || break
-	sleep 0.1
-done
-if ! grep -q "Capturing on" "$LOG"; then
-	kill "$DC" 2>/dev/null
-	all_fail "dumpcap did not start: $(tr '\n' ' ' < "$LOG")"
-fi
+cap_start imm_wire "tcp portrange $PORT0-$last" ||
+	all_fail "dumpcap did not start: $(tr '\n' ' ' < "$CAP_LOG")"
+LOG=$CAP_LOG
 
 ARGS=()
 port=$PORT0
@@ -78,16 +65,12 @@ for c in "${CASES[@]}"; do
 	ARGS+=("$c:$port:$po")
 	port=$((port + 1))
 done
-sleep 1
-kill -INT "$DC" 2>/dev/null
-for _ in $(seq 100); do kill -0 "$DC" 2>/dev/null || break; sleep 0.1; done
-kill -KILL "$DC" 2>/dev/null
-wait "$DC" 2>/dev/null
+cap_stop
+PCAP=$CAP_PCAP
 
 # One tshark pass (slow to start under TCG): the payload of every TCP
 # segment, relative sequence numbers, and tshark's Terminate fields.
-"$TSHARK" -r "$PCAP" -n \
-	--disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp \
+"$TSHARK" -r "$PCAP" "${TSHARK_IWARP[@]}" \
 	-o tcp.relative_sequence_numbers:TRUE \
 	-Y 'tcp.len > 0' -T fields -E separator=/t -E occurrence=f \
 	-e frame.number -e tcp.srcport -e tcp.dstport -e tcp.seq -e tcp.len \
@@ -102,5 +85,6 @@ for c in "${CASES[@]}"; do
 	echo "# imm_peer $c:"
 	sed 's/^/#   /' "$OUT/imm_wire.$c.out"
 done
+[ -z "$CAP_SUMMARY" ] || echo "$CAP_SUMMARY"
 echo "# capture: $PCAP; frames: $TSV; log: $LOG"
 exit $rc

@@ -294,8 +294,9 @@ if [ "$SIWX" = 1 ]; then
 	TCPDUMP=$(command -v tcpdump || echo /usr/bin/tcpdump)
 	# -Z root: write the file as root (tcpdump drops to user tcpdump
 	# otherwise); --immediate-mode -U: every packet reaches the file at
-	# once, mpa_pair_wire.py reads it while the capture goes on
-	"$TCPDUMP" -i "$NETDEV" -n -s 0 -U --immediate-mode -Z root -w "$CAP" \
+	# once, mpa_pair_wire.py reads it while the capture goes on; -B: 64 MiB
+	# of kernel buffer (the default 2 MiB holds only a few frames of -s 0)
+	"$TCPDUMP" -i "$NETDEV" -n -s 0 -B 65536 -U --immediate-mode -Z root -w "$CAP" \
 		"tcp portrange $PORT0-$last" 2> "$WORK/tcpdump.log" &
 	TCPDUMP_PID=$!
 	for _ in $(seq 300); do	# up to 30 s under TCG

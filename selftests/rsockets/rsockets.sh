@@ -93,7 +93,7 @@ esac
 echo "TAP version 13"
 echo "1..$(( ${#CASES[@]} * 2 ))"
 
-DUMPCAP=$(command -v dumpcap || echo /usr/bin/dumpcap)
+. "$HERE/../lib/capture.sh"
 missing=
 for t in rstream riostream; do
 	[ -x "$OURS/$t" ] || missing="$missing $OURS/$t (make rdma-core)"
@@ -130,28 +130,14 @@ case " ${CASES[*]} " in *" stock "*)
 	echo "# stock: $STOCK/{rstream,riostream} with $("${STOCK_ENV[@]}" ldd "$STOCK/rstream" | awk '/librdmacm/ {print $3}')" ;;
 esac
 
-PCAP=$OUT/rsockets-$MODE.pcap
-LOG=$OUT/rsockets-$MODE.log
-rm -f "$PCAP"
-: > "$LOG"
-# dumpcap writes to a local file: writing to the results share (9p) is
-# slow enough under TCG to leave it far behind the traffic
-CAPDIR=$(mktemp -d "${TMPDIR:-/tmp}/rsockets.XXXXXX")
-CAP=$CAPDIR/capture.pcap
-trap 'rm -rf "$CAPDIR"' EXIT
+# per-command rsocket configuration (with_inline)
+WORKDIR=$(mktemp -d "${TMPDIR:-/tmp}/rsockets.XXXXXX")
+trap 'rm -rf "$WORKDIR"' EXIT
 last=$((PORT0 + ${#CASES[@]} - 1))
-# -P: libpcap format (rsockets_wire.py reads it); -B: a kernel buffer big
-# enough that nothing is dropped while the guest is busy
-"$DUMPCAP" -i lo -P -B 64 -f "tcp portrange $PORT0-$last" -w "$CAP" 2>>"$LOG" &
-DC=$!
-for _ in $(seq 300); do	# up to 30 s under TCG
-	grep -q "Capturing on" "$LOG" && break
-	kill -0 "$DC" 2>/dev/null || break
-	sleep 0.1
-done
+# -P: libpcap format (rsockets_wire.py reads it)
 capture_ok=1
-if ! grep -q "Capturing on" "$LOG"; then
-	echo "# dumpcap did not start: $(tr '\n' ' ' < "$LOG")"
+if ! cap_start "rsockets-$MODE" "tcp portrange $PORT0-$last" -P; then
+	echo "# dumpcap did not start: $(tr '\n' ' ' < "$CAP_LOG")"
 	capture_ok=0
 fi
 
@@ -193,7 +179,7 @@ verified() {	# TOOL ARGS...
 # command prefix: RDMA_PREFIX/etc/rdma/rsocket/inline_default = $1 for
 # the command alone
 with_inline() {	# N -> INL array
-	local d=$CAPDIR/etc-inline$1
+	local d=$WORKDIR/etc-inline$1
 	mkdir -p "$d/rsocket" && echo "$1" > "$d/rsocket/inline_default"
 	INL=(unshare -m --propagation private sh -c
 	     'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$d" "$PREFIX/etc/rdma")
@@ -263,25 +249,10 @@ for c in "${CASES[@]}"; do
 	port=$((port + 1))
 done
 
-# let dumpcap catch up: stop once the file has not grown for 2 s (at most
-# 60 s); rsockets_wire.py checks that every connection's end is there
-same=0 size=-1
-for _ in $(seq 120); do
-	now=$(stat -c %s "$CAP" 2>/dev/null || echo 0)
-	if [ "$now" = "$size" ]; then
-		same=$((same + 1))
-		[ "$same" -ge 4 ] && break
-	else
-		same=0 size=$now
-	fi
-	sleep 0.5
-done
-kill -INT "$DC" 2>/dev/null
-for _ in $(seq 100); do kill -0 "$DC" 2>/dev/null || break; sleep 0.1; done
-kill -KILL "$DC" 2>/dev/null
-wait "$DC" 2>/dev/null
-grep -i "dropped" "$LOG" | sed 's/^/# dumpcap: /'
-cp "$CAP" "$PCAP" 2>/dev/null
+# rsockets_wire.py checks that every connection's end is there
+cap_stop
+PCAP=$CAP_PCAP
+[ -z "$CAP_SUMMARY" ] || echo "$CAP_SUMMARY"
 
 declare -A WIRE
 if [ "$capture_ok" = 1 ]; then
