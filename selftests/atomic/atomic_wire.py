@@ -16,6 +16,9 @@ checked when negotiated), FPDU by FPDU: DDP (RFC 5041), RDMAP (RFC 5040),
 Atomic Request/Response (RFC 7306), Terminate. Nothing here depends on
 tshark's RDMAP dissector.
 
+The TCP reassembly, MPA/DDP/RDMAP parsing, CRC check and TAP output
+are shared with imm_wire.py in selftests/lib/iwarp_wire.py.
+
 The expected values come from the operands atomic_peer printed and an
 independent model of the operations (RFC 7306 5.2):
   CmpSwap:  if (mem & cmask) == (cmp & cmask):
@@ -23,8 +26,14 @@ independent model of the operations (RFC 7306 5.2):
   FetchAdd: add with the carry out of bit i dropped where bit i of the
             boundary mask is set; unmasked = mask 0
 """
+import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+from iwarp_wire import (TAP, be16, be32, be64, check_crc,  # noqa: E402
+                        parse_direction, read_frames, reassemble)
 
 M64 = (1 << 64) - 1
 
@@ -45,94 +54,6 @@ def model_cs(mem, cmp, cmask, swap, smask):
     if (mem & cmask) == (cmp & cmask):
         return (mem & ~smask & M64) | (swap & smask)
     return mem
-
-
-# ---- CRC32c (Castagnoli), reflected, as MPA/iSCSI use it
-def _crc_table():
-    t = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-CRC_T = _crc_table()
-
-
-def crc32c(b):
-    c = 0xFFFFFFFF
-    for x in b:
-        c = CRC_T[(c ^ x) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def be16(b, o): return struct.unpack_from(">H", b, o)[0]
-def be32(b, o): return struct.unpack_from(">I", b, o)[0]
-def be64(b, o): return struct.unpack_from(">Q", b, o)[0]
-
-
-class TAP:
-    def __init__(self):
-        self.n = 0
-        self.fails = 0
-        self.lines = []
-
-    def result(self, name, problems, notes=()):
-        self.n += 1
-        for n in notes:
-            self.lines.append("# %s: %s" % (name, n))
-        for p in problems[:12]:
-            self.lines.append("# %s: %s" % (name, p))
-        if len(problems) > 12:
-            self.lines.append("# %s: ... %d more" % (name, len(problems) - 12))
-        if problems:
-            self.fails += 1
-            self.lines.append("not ok %d atomic_wire.%s" % (self.n, name))
-        else:
-            self.lines.append("ok %d atomic_wire.%s" % (self.n, name))
-
-
-# ---- input
-def read_frames(path):
-    """{(sport, dport): [(seq, bytes)]}, {sport: [tshark term rows]}"""
-    segs, terms = {}, []
-    with open(path) as f:
-        for line in f:
-            c = line.rstrip("\n").split("\t")
-            if len(c) < 6 or not c[1]:
-                continue
-            try:
-                sp, dp, seq = int(c[1]), int(c[2]), int(c[3])
-            except ValueError:
-                continue
-            pl = c[5].replace(":", "").strip()
-            if pl:
-                segs.setdefault((sp, dp), []).append((seq, bytes.fromhex(pl)))
-            if len(c) > 6 and c[6]:
-                terms.append({"sport": sp, "dport": dp, "frame": c[0],
-                              "layer": c[6], "etype": c[7] if len(c) > 7 else "",
-                              "code": c[8] if len(c) > 8 else "",
-                              "m": c[9] if len(c) > 9 else "",
-                              "d": c[10] if len(c) > 10 else "",
-                              "r": c[11] if len(c) > 11 else ""})
-    return segs, terms
-
-
-def reassemble(seglist):
-    seglist = sorted(seglist, key=lambda s: s[0])
-    out = bytearray()
-    base = seglist[0][0]
-    gaps = []
-    for seq, b in seglist:
-        off = seq - base
-        if off > len(out):
-            gaps.append("gap of %d bytes at stream offset %d" % (off - len(out), len(out)))
-            out += b"\0" * (off - len(out))
-        if off + len(b) > len(out):
-            out += b[len(out) - off:]
-    return bytes(out), gaps
 
 
 def read_peer(path):
@@ -158,74 +79,6 @@ def read_peer(path):
     return init, ops, final, errs
 
 
-# ---- MPA / DDP / RDMAP
-class Fpdu:
-    pass
-
-
-def parse_direction(data, want_key):
-    """MPA frame, then FPDUs. Returns (mpa flags, [Fpdu], problems)."""
-    probs = []
-    if len(data) < 20 or data[:16] != want_key:
-        return None, [], ["stream does not start with %r" % want_key]
-    flags, rev, pdlen = data[16], data[17], be16(data, 18)
-    pos = 20 + pdlen
-    fpdus = []
-    while pos < len(data):
-        if pos + 2 > len(data):
-            probs.append("truncated FPDU at offset %d" % pos)
-            break
-        ln = be16(data, pos)
-        pad = (4 - (2 + ln) % 4) % 4
-        end = pos + 2 + ln + pad + 4
-        if end > len(data):
-            probs.append("FPDU at offset %d (ULPDU %d bytes) runs past the "
-                         "capture (%d bytes)" % (pos, ln, len(data)))
-            break
-        f = Fpdu()
-        f.off = pos
-        f.mpalen = ln
-        f.ulpdu = data[pos + 2:pos + 2 + ln]
-        f.covered = data[pos:pos + 2 + ln + pad]
-        f.crc = data[pos + 2 + ln + pad:end]
-        fpdus.append(f)
-        pos = end
-    return {"flags": flags, "rev": rev, "pdlen": pdlen}, fpdus, probs
-
-
-def ddp(f):
-    u = f.ulpdu
-    f.problems = []
-    if len(u) < 2:
-        f.problems.append("ULPDU of %d bytes" % len(u))
-        f.kind = None
-        return f
-    b0, b1 = u[0], u[1]
-    f.tagged = bool(b0 & 0x80)
-    f.last = bool(b0 & 0x40)
-    f.ddp_rsvd = (b0 >> 2) & 0xF
-    f.dv = b0 & 0x3
-    f.rv = b1 >> 6
-    f.rsvd_ulp = (b1 >> 4) & 0x3
-    f.opcode = b1 & 0xF
-    if f.tagged:
-        if len(u) < 14:
-            f.problems.append("tagged header truncated")
-            f.kind = None
-            return f
-        f.stag, f.to = be32(u, 2), be64(u, 6)
-        f.hdr, f.payload = u[:14], u[14:]
-    else:
-        if len(u) < 18:
-            f.problems.append("untagged header truncated")
-            f.kind = None
-            return f
-        f.inval, f.qn, f.msn, f.mo = be32(u, 2), be32(u, 6), be32(u, 10), be32(u, 14)
-        f.hdr, f.payload = u[:18], u[18:]
-    f.kind = f.opcode
-    return f
-
-
 def atomic_req(f):
     p = f.payload
     w = be32(p, 0)
@@ -238,33 +91,10 @@ def hexs(v):
     return "0x%016x" % v
 
 
-def check_crc(fpdus, crc_on):
-    probs, notes = [], []
-    order = set()
-    for f in fpdus:
-        got = f.crc
-        want = crc32c(f.covered)
-        if crc_on:
-            if got == struct.pack("<I", want):
-                order.add("little-endian")
-            elif got == struct.pack(">I", want):
-                order.add("big-endian")
-            else:
-                probs.append("FPDU at %d: CRC %s, computed 0x%08x" %
-                             (f.off, got.hex(), want))
-        elif got != b"\0\0\0\0" and got not in (struct.pack("<I", want),
-                                                  struct.pack(">I", want)):
-            probs.append("FPDU at %d: CRC not negotiated but field is %s" %
-                         (f.off, got.hex()))
-    if crc_on and order:
-        notes.append("CRC32c valid on every FPDU (%s)" % "/".join(sorted(order)))
-    return probs, notes
-
-
 def main():
-    tap = TAP()
+    tap = TAP("atomic_wire", 12)
     frames, conns = sys.argv[1], sys.argv[2:]
-    segs, tterms = read_frames(frames)
+    segs, tterms, _ = read_frames(frames)
     C = {}
     decode_probs, decode_notes = [], []
     for spec in conns:
@@ -290,8 +120,8 @@ def main():
             mpa, fp, pr = parse_direction(data, mkey)
             decode_probs += ["%s %s: %s" % (name, dirn, p) for p in pr]
             c["mpa_" + dirn] = mpa
-            c[dirn] = [ddp(f) for f in fp]
-            for f in c[dirn]:
+            c[dirn] = fp
+            for f in fp:
                 decode_probs += ["%s %s FPDU at %d: %s" % (name, dirn, f.off, p)
                                  for p in f.problems]
         if c.get("mpa_req") and c.get("mpa_rsp"):
