@@ -27,7 +27,8 @@ Request/Reply frames and FPDUs (markers off).
 Library:
   packets(path)           every TCP segment of the capture
   flows(path)             {(src, sport, dst, dport): Flow}, each direction
-                          reassembled (Flow.stream(): (bytes, gap?))
+                          reassembled (Flow.stream(): (bytes, gap?);
+                          Flow.filled(): on past holes, (bytes, holes))
   connections(fl, port)   the TCP connections to PORT, in capture order;
                           mpa_connections() those opened by an MPA Request
                           (the last one is the newest attempt)
@@ -46,9 +47,11 @@ KEY_REP = b"MPA ID Rep Frame"
 LINKTYPES = (0, 1, 101, 113, 228, 229, 276)
 
 
-def _records(path):
+def _records(path, partial=False, whole=False):
     """(timestamp, link type, packet bytes) of every pcap record; a record
-    cut short at the end (the file is still being written) ends it."""
+    cut short at the end (the file is still being written) ends it, with
+    what there is of it when partial. whole: a packet cut by the snap
+    length is a ValueError."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 24:
@@ -68,9 +71,13 @@ def _records(path):
         raise ValueError("link type %d not supported" % linktype)
     off = 24
     while off + 16 <= len(data):
-        sec, sub, incl, _ = struct.unpack(e + "IIII", data[off:off + 16])
+        sec, sub, incl, orig = struct.unpack(e + "IIII", data[off:off + 16])
         off += 16
+        if whole and incl < orig:
+            raise ValueError("packet truncated by the snap length")
         if off + incl > len(data):
+            if partial:
+                yield sec + sub / frac, linktype, data[off:]
             break
         yield sec + sub / frac, linktype, data[off:off + incl]
         off += incl
@@ -102,11 +109,12 @@ def _network(linktype, pkt):
     return (0x0800 if l3 and l3[0] >> 4 == 4 else 0x86DD), l3
 
 
-def packets(path):
+def packets(path, partial=False, whole=False):
     """Yield (ts, src, sport, dst, dport, seq, flags, payload) of every
     IPv4/IPv6 TCP segment; src and dst are the raw address bytes. Raises
-    ValueError for pcapng or an unsupported link type."""
-    for ts, linktype, pkt in _records(path):
+    ValueError for pcapng or an unsupported link type. partial, whole:
+    see _records."""
+    for ts, linktype, pkt in _records(path, partial, whole):
         et, l3 = _network(linktype, pkt)
         if et == 0x0800 and len(l3) >= 20 and l3[0] >> 4 == 4:
             if l3[9] != 6:
@@ -155,12 +163,33 @@ class Flow:
             self._stream = self._reassemble()
         return self._stream
 
+    def filled(self):
+        """The bytes from the start like stream(), but on past holes:
+        (bytes, [(offset, length)] of the holes, each filled with zeros).
+        Segments starting at the same offset: the first captured first."""
+        out, holes = bytearray(), []
+        for rel, d in sorted(self._rel(), key=lambda x: x[0]):
+            if rel > 0x7FFFFFFF:        # before the base
+                continue
+            if rel > len(out):
+                holes.append((len(out), rel - len(out)))
+                out += bytes(rel - len(out))
+            if rel + len(d) > len(out):
+                out += d[len(out) - rel:]
+        return bytes(out), holes
+
+    def _rel(self):
+        """[(offset from the start, payload)] of the segments"""
+        if not self.segs:
+            return []
+        base = (self.isn + 1) & 0xFFFFFFFF if self.isn is not None else \
+            min(s for s, _ in self.segs)
+        return [(((s - base) & 0xFFFFFFFF), d) for s, d in self.segs]
+
     def _reassemble(self):
         if not self.segs:
             return b"", False
-        base = (self.isn + 1) & 0xFFFFFFFF if self.isn is not None else \
-            min(s for s, _ in self.segs)
-        segs = sorted((((s - base) & 0xFFFFFFFF), d) for s, d in self.segs)
+        segs = sorted(self._rel())
         out = bytearray()
         for rel, d in segs:
             if rel > 0x7FFFFFFF:        # before the base
@@ -172,11 +201,13 @@ class Flow:
         return bytes(out), False
 
 
-def flows(path):
+def flows(path, partial=False, whole=False):
     """{(src, sport, dst, dport): Flow} of every TCP direction in the
-    capture, in the order of their first packets."""
+    capture, in the order of their first packets (partial, whole: see
+    _records)."""
     out = {}
-    for ts, src, sport, dst, dport, seq, flags, payload in packets(path):
+    for ts, src, sport, dst, dport, seq, flags, payload in \
+            packets(path, partial, whole):
         key = (src, sport, dst, dport)
         fl = out.get(key)
         if fl is None:

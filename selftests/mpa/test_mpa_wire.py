@@ -5,8 +5,8 @@ test_mpa_wire.py - unit test of the parsers of mpa_wire.py (shared with
 mpa_pair_wire.py) on synthetic frames and a tiny pcap file built here:
 an MPA Request and Reply with the RFC 6581 IRD/ORD word, zero-length
 Write, Send and Read Request RTRs, a Terminate (layer 2, etype 0,
-code 7), TCP reassembly across out-of-order and repeated segments, the
-link types and the pcap variants.
+code 7), TCP reassembly across out-of-order and repeated segments (and
+past holes), the link types and the pcap variants.
 
     python3 selftests/mpa/test_mpa_wire.py [-v]
 
@@ -275,6 +275,26 @@ class Capture(unittest.TestCase):
         pcap(p, [ether(x) for i, x in enumerate(self.pk) if i != 4])
         fi = mpa_wire.connections(mpa_wire.flows(p), PORT)[1][1]
         self.assertEqual(fi.stream(), (self.ib[:10], True))
+        # filled(): on past the hole, zero-filled
+        n = len(REQ) - 10
+        self.assertEqual(fi.filled(), (self.ib[:10] + b"\0" * n +
+                                       self.ib[len(REQ):], [(10, n)]))
+
+    def test_filled(self):
+        p = self.path("eth.pcap")
+        pcap(p, [ether(x) for x in self.pk])
+        conns = mpa_wire.connections(mpa_wire.flows(p), PORT)
+        self.assertEqual(conns[1][1].filled(), (self.ib, []))
+        self.assertEqual(conns[0][1].filled(), (b"", []))   # no payload
+        f = mpa_wire.Flow(0.0)
+        f.isn = 99
+        # the same start: the first captured first; before the base: left
+        # out; no SYN: from the lowest sequence number
+        f.segs = [(100, b"abc"), (100, b"Xbcd"), (105, b"z"), (90, b"old")]
+        self.assertEqual(f.filled(), (b"abcd\0z", [(4, 1)]))
+        f.isn = None
+        f.segs = [(7, b"B"), (5, b"A")]
+        self.assertEqual(f.filled(), (b"A\0B", [(1, 1)]))
 
     def test_link_types(self):
         for name, lt, frames, kw in (
@@ -322,6 +342,19 @@ class Capture(unittest.TestCase):
             f.truncate(os.path.getsize(p) - 5)
         fr = mpa_wire.connections(mpa_wire.flows(p), PORT)[1][2]
         self.assertEqual(fr.stream()[0], self.rb[:len(REP)])
+        # partial: with what there is of it (here: all but the padding)
+        fr = mpa_wire.connections(mpa_wire.flows(p, partial=True), PORT)[1][2]
+        self.assertEqual(fr.stream()[0], self.rb)
+        # a packet cut by the snap length: whole refuses the capture
+        p = self.path("snap.pcap")
+        pcap(p, [ether(x) for x in self.pk])
+        with open(p, "r+b") as f:
+            f.seek(24 + 8)
+            incl = struct.unpack("<I", f.read(4))[0]
+            f.write(struct.pack("<I", incl + 100))
+        self.assertEqual(len(mpa_wire.flows(p)), 4)
+        with self.assertRaisesRegex(ValueError, "snap length"):
+            mpa_wire.flows(p, whole=True)
 
 
 if __name__ == "__main__":

@@ -26,84 +26,50 @@ the whole transfer.
 Each TCP direction is reassembled by sequence number and parsed from the
 MPA Request/Reply on (RFC 5044: 2-byte ULPDU length, ULPDU, pad to 4
 bytes, 4-byte CRC; markers are refused), FPDU by FPDU: DDP control (RFC
-5041: T, L, version), RDMAP control (RFC 5040: version, opcode). A hole
-in the capture or an FPDU that does not parse fails the connection. (siw
-does not always close the TCP connection before the capture ends, so a
-missing FIN proves nothing; BYTES is what shows the transfer is all there.)
+5041: T, L, version), RDMAP control (RFC 5040: version, opcode), with the
+pcap, TCP, MPA and FPDU layers of ../mpa/mpa_wire.py. A hole in the
+capture or an FPDU that does not parse fails the connection. (siw does not
+always close the TCP connection before the capture ends, so a missing FIN
+proves nothing; BYTES is what shows the transfer is all there.)
 
 Prints "# ..." diagnostics and one line per PORT:
     RESULT PORT ok|fail SUMMARY
 """
+import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "mpa"))
+import mpa_wire  # noqa: E402  (pcap, TCP, MPA and FPDU parsing)
 
 OPS = {0x0: "write", 0x1: "read_req", 0x2: "read_resp", 0x3: "send",
        0x4: "send_inv", 0x5: "send_se", 0x6: "send_se_inv", 0x7: "term",
        0x8: "imm", 0x9: "imm_se", 0xA: "atomic_req", 0xB: "atomic_resp"}
+# what dumpcap -P writes for lo: Ethernet, Linux cooked v1 and v2
+LINKTYPES = (1, 113, 276)
 
 
 def read_pcap(path):
-    """[(src, sport, dst, dport, seq, flags, payload)] of every TCP segment"""
+    """{(src, sport, dst, dport): mpa_wire.Flow} of every IPv4 TCP
+    direction of the capture; a last record cut short counts with what
+    there is of it, a packet cut by the snap length is an error"""
     with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 24:
+        head = f.read(24)
+    if len(head) < 24:
         raise ValueError("%s: no pcap header" % path)
-    magic = struct.unpack_from("<I", data, 0)[0]
+    magic = struct.unpack_from("<I", head, 0)[0]
     if magic in (0xA1B2C3D4, 0xA1B23C4D):
         end = "<"
     elif magic in (0xD4C3B2A1, 0x4D3CB2A1):
         end = ">"
     else:
         raise ValueError("%s: not a libpcap file (magic %#x)" % (path, magic))
-    linktype = struct.unpack_from(end + "I", data, 20)[0]
-    segs = []
-    pos = 24
-    while pos + 16 <= len(data):
-        _, _, incl, orig = struct.unpack_from(end + "IIII", data, pos)
-        pkt = data[pos + 16:pos + 16 + incl]
-        pos += 16 + incl
-        if incl < orig:
-            raise ValueError("packet truncated by the snap length")
-        if linktype == 1:		# Ethernet (lo included)
-            off, etype = 14, struct.unpack_from(">H", pkt, 12)[0]
-        elif linktype == 113:		# Linux cooked
-            off, etype = 16, struct.unpack_from(">H", pkt, 14)[0]
-        elif linktype == 276:		# Linux cooked v2
-            off, etype = 20, struct.unpack_from(">H", pkt, 0)[0]
-        else:
-            raise ValueError("link type %d not handled" % linktype)
-        if etype != 0x0800 or len(pkt) < off + 20:
-            continue
-        ip = pkt[off:]
-        ihl = (ip[0] & 0x0F) * 4
-        if ip[9] != 6:
-            continue
-        tot = struct.unpack_from(">H", ip, 2)[0]
-        src, dst = ip[12:16], ip[16:20]
-        tcp = ip[ihl:tot]
-        sport, dport, seq = struct.unpack_from(">HHI", tcp, 0)
-        doff = (tcp[12] >> 4) * 4
-        segs.append((src, sport, dst, dport, seq, tcp[13], bytes(tcp[doff:])))
-    return segs
-
-
-def reassemble(seglist):
-    """stream bytes from the SYN (or first byte) on, list of holes"""
-    syn = [s for s in seglist if s[0] & 0x02]
-    base = ((syn[0][1] + 1) & 0xFFFFFFFF) if syn else \
-        min(s[1] for s in seglist if s[2])
-    out = bytearray()
-    holes = []
-    for _, seq, b in sorted(((f, (s - base) & 0xFFFFFFFF, b)
-                             for f, s, b in seglist if b),
-                            key=lambda x: x[1]):
-        if seq > len(out):
-            holes.append("%d bytes missing at stream offset %d" %
-                         (seq - len(out), len(out)))
-            out += b"\0" * (seq - len(out))
-        if seq + len(b) > len(out):
-            out += b[len(out) - seq:]
-    return bytes(out), holes
+    linktype = struct.unpack_from(end + "I", head, 20)[0]
+    if linktype not in LINKTYPES:
+        raise ValueError("link type %d not handled" % linktype)
+    fl = mpa_wire.flows(path, partial=True, whole=True)
+    return {k: f for k, f in fl.items() if len(k[0]) == 4}
 
 
 def parse(stream, key):
@@ -112,47 +78,43 @@ def parse(stream, key):
     for n in OPS.values():
         c[n] = 0
     c["other"] = 0
-    probs = []
-    if len(stream) < 20 or stream[:16] != key:
+    f, pos = mpa_wire.parse_frame(stream, key)
+    if f is None:
         return c, ["stream does not start with %r" % key]
-    flags, rev, pdl = stream[16], stream[17], struct.unpack_from(">H", stream, 18)[0]
-    if flags & 0x80:
+    if f["m"]:
         return c, ["MPA markers negotiated (not handled)"]
-    if flags & 0x20:
+    if f["r"]:
         return c, ["MPA reject"]
-    c["mpa"] = "rev %d, %sCRC" % (rev, "" if flags & 0x40 else "no ")
-    pos = 20 + pdl
-    while pos < len(stream):
-        if pos + 2 > len(stream):
-            probs.append("%d stray bytes at the end" % (len(stream) - pos))
+    c["mpa"] = "rev %d, %sCRC" % (f["rev"], "" if f["c"] else "no ")
+    for d in mpa_wire.parse_fpdus(stream[pos:]):
+        ulen = d["len"]
+        if ulen < 14 or not d["complete"]:
             break
-        ulen = struct.unpack_from(">H", stream, pos)[0]
-        end = pos + ((2 + ulen + 3) & ~3) + 4
-        if ulen < 14 or end > len(stream):
-            probs.append("FPDU at offset %d: ULPDU length %d, %d bytes left"
-                         % (pos, ulen, len(stream) - pos))
-            break
-        b0, b1 = stream[pos + 2], stream[pos + 3]
-        if (b0 & 0x03) != 1 or (b1 >> 6) != 1:
-            probs.append("FPDU at offset %d: DDP/RDMAP version %d/%d"
-                         % (pos, b0 & 3, b1 >> 6))
-            break
-        op = b1 & 0x0F
-        tagged = bool(b0 & 0x80)
+        if d["dv"] != 1 or d["rv"] != 1:
+            return c, ["FPDU at offset %d: DDP/RDMAP version %d/%d"
+                       % (pos, d["dv"], d["rv"])]
         c["fpdus"] += 1
-        name = OPS.get(op, "other")
+        name = OPS.get(d["op"], "other")
         c[name] += 1
-        if tagged:
+        if d["t"]:
             c["tagged_bytes"] += ulen - 14
         elif name.startswith("send"):
             ln = ulen - 18
             c["send_len"][ln] = c["send_len"].get(ln, 0) + 1
         elif name.startswith("imm"):
-            qn = struct.unpack_from(">I", stream, pos + 8)[0]
-            if ulen - 18 != 8 or qn != 0 or not b0 & 0x40:
+            if ulen - 18 != 8 or d.get("qn") != 0 or not d["l"]:
                 c["imm_bad"] += 1
-        pos = end
-    return c, probs
+        pos += d["wlen"]
+    # stopped at an FPDU cut short or too short for its DDP/RDMAP header
+    # (parse_fpdus() leaves out one without 2 bytes of ULPDU), or at a
+    # stray byte
+    if pos >= len(stream):
+        return c, []
+    if pos + 2 > len(stream):
+        return c, ["%d stray bytes at the end" % (len(stream) - pos)]
+    return c, ["FPDU at offset %d: ULPDU length %d, %d bytes left"
+               % (pos, struct.unpack_from(">H", stream, pos)[0],
+                  len(stream) - pos)]
 
 
 def summary(c):
@@ -184,18 +146,19 @@ def check_path(port, want, nbytes, conns, quiet=False):
         return ["no TCP segment with port %d in the capture" % port]
     dirs = {}
     probs = []
-    for k, segs in mine.items():
+    for fl in mine.values():
         # the client may be bound to the server's port number too (rstream
         # -b): tell the directions apart by the MPA frame they start with
-        stream, holes = reassemble(segs)
-        if stream.startswith(b"MPA ID Req Frame"):
-            role, key = "client->server", b"MPA ID Req Frame"
+        stream, holes = fl.filled()
+        if stream.startswith(mpa_wire.KEY_REQ):
+            role, key = "client->server", mpa_wire.KEY_REQ
         else:
-            role, key = "server->client", b"MPA ID Rep Frame"
+            role, key = "server->client", mpa_wire.KEY_REP
         if role in dirs:
             probs.append("more than one connection on port %d" % port)
             continue
-        probs += ["%s: %s (capture incomplete)" % (role, h) for h in holes[:3]]
+        probs += ["%s: %d bytes missing at stream offset %d (capture "
+                  "incomplete)" % (role, n, off) for off, n in holes[:3]]
         c, p = parse(stream, key)
         probs += ["%s: %s" % (role, x) for x in p]
         if not quiet:
@@ -243,18 +206,15 @@ def main():
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     try:
-        segs = read_pcap(sys.argv[1])
+        conns = read_pcap(sys.argv[1])
     except (OSError, ValueError, struct.error) as e:
-        segs = None
+        conns = None
         err = str(e)
-    conns = {}
-    for src, sp, dst, dp, seq, fl, pl in segs or []:
-        conns.setdefault((src, sp, dst, dp), []).append((fl, seq, pl))
     rc = 0
     for arg in sys.argv[2:]:
         port, want, nbytes = (arg + "=0").split("=")[:3]
         port, nbytes = int(port), int(nbytes)
-        if segs is None:
+        if conns is None:
             probs = ["cannot read the capture: %s" % err]
         else:
             probs = check(port, want, nbytes, conns)
