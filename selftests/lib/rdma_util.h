@@ -205,6 +205,10 @@ const char *ru_qp_state_str(int state);
  * On success *ev holds a copy (private data not kept) and the event has
  * been acked; *id_out gets event->id.
  */
+int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
+		    enum rdma_cm_event_type *type, int *status,
+		    struct rdma_cm_id **id_out);
+
 /*
  * Wait for one specific CM event; address changes and TIMEWAIT_EXIT are
  * skipped, REJECTED fails with -ECONNREFUSED, any other with -ECONNABORTED.
@@ -216,9 +220,6 @@ int ru_wait_cm_event(struct rdma_event_channel *ch,
 /* A CM event channel in non-blocking mode (waits poll its fd). */
 struct rdma_event_channel *ru_new_channel(void);
 
-int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
-		    enum rdma_cm_event_type *type, int *status,
-		    struct rdma_cm_id **id_out);
 /* Drain pending events of an ep's channel, updating its flags. */
 void ru_ep_pump_events(struct ru_ep *e);
 

@@ -165,40 +165,34 @@ class Flow:
 
     def filled(self):
         """The bytes from the start like stream(), but on past holes:
-        (bytes, [(offset, length)] of the holes, each filled with zeros).
-        Segments starting at the same offset: the first captured first."""
+        (bytes, [(offset, length)] of the holes, each filled with zeros)."""
+        return self._assemble(True)
+
+    def _assemble(self, fill):
+        """(bytes, holes) by sequence number from the start; segments
+        starting at the same offset: the first captured first. Without
+        fill, the bytes end at the first hole."""
         out, holes = bytearray(), []
-        for rel, d in sorted(self._rel(), key=lambda x: x[0]):
+        if not self.segs:
+            return b"", holes
+        base = (self.isn + 1) & 0xFFFFFFFF if self.isn is not None else \
+            min(s for s, _ in self.segs)
+        rel_segs = [((s - base) & 0xFFFFFFFF, d) for s, d in self.segs]
+        for rel, d in sorted(rel_segs, key=lambda x: x[0]):
             if rel > 0x7FFFFFFF:        # before the base
                 continue
             if rel > len(out):
                 holes.append((len(out), rel - len(out)))
+                if not fill:
+                    break
                 out += bytes(rel - len(out))
             if rel + len(d) > len(out):
                 out += d[len(out) - rel:]
         return bytes(out), holes
 
-    def _rel(self):
-        """[(offset from the start, payload)] of the segments"""
-        if not self.segs:
-            return []
-        base = (self.isn + 1) & 0xFFFFFFFF if self.isn is not None else \
-            min(s for s, _ in self.segs)
-        return [(((s - base) & 0xFFFFFFFF), d) for s, d in self.segs]
-
     def _reassemble(self):
-        if not self.segs:
-            return b"", False
-        segs = sorted(self._rel())
-        out = bytearray()
-        for rel, d in segs:
-            if rel > 0x7FFFFFFF:        # before the base
-                continue
-            if rel > len(out):
-                return bytes(out), True
-            if rel + len(d) > len(out):
-                out += d[len(out) - rel:]
-        return bytes(out), False
+        out, holes = self._assemble(False)
+        return out, bool(holes)
 
 
 def flows(path, partial=False, whole=False):
