@@ -18,8 +18,7 @@
 #	Waits until the capture file has not grown for 2 s (at most 60 s),
 #	stops dumpcap and copies the capture to PCAP (default $OUT/NAME.pcap),
 #	which it leaves in CAP_PCAP. CAP_SUMMARY: dumpcap's packet and drop
-#	counts as TAP comments; CAP_DROPPED: the number dropped (empty when
-#	unknown). A capture with drops is still analysed.
+#	counts as TAP comments. A capture with drops is still analysed.
 #   "$TSHARK" "${TSHARK_IWARP[@]}" ...
 #	The options every iWARP decode needs: MPA is found by tshark's heuristic
 #	only, so (1) heuristics go first: a port-based dissector registered
@@ -63,7 +62,6 @@ cap_start() {	# NAME FILTER [DUMPCAP-OPTION...]
 
 cap_stop() {	# [PCAP]
 	CAP_PCAP=${1:-$OUT/$CAP_NAME.pcap}
-	CAP_DROPPED=''
 	CAP_SUMMARY=''
 	[ -n "${CAP_PID:-}" ] || return 1
 	local same=0 size=-1 now _
@@ -85,9 +83,6 @@ cap_stop() {	# [PCAP]
 	kill -KILL "$CAP_PID" 2>/dev/null
 	wait "$CAP_PID" 2>/dev/null
 	CAP_PID=
-	# "Packets received/dropped on interface 'Loopback: lo': 412/0 (..."
-	CAP_DROPPED=$(sed -n 's|.*received/dropped on interface .*: [0-9]*/\([0-9]*\) .*|\1|p' \
-		"$CAP_LOG" | tail -n 1)
 	CAP_SUMMARY=$(tr '\r' '\n' < "$CAP_LOG" |
 		grep -E "^Packets (captured|received)" | sed 's/^/# dumpcap: /')
 	cp "$CAP_FILE" "$CAP_PCAP" 2>/dev/null
