@@ -30,7 +30,7 @@
 		 IBV_ACCESS_REMOTE_READ)
 
 /* How long the victim side gets to notice a violation and tear down. */
-#define TERM_WAIT_MS	15000
+#define WAIT_TERM_MS	15000
 
 /* ---- protection checks on inbound RDMA Read / Write --------------------- */
 
@@ -80,7 +80,7 @@ static void read_must_fail(struct __test_metadata *_metadata,
 
 	RU_ASSERT_OK(ru_post_send(&p->cli, IBV_WR_RDMA_READ, sink, 0, len,
 				  raddr, rkey, 1, IBV_SEND_SIGNALED));
-	rc = ru_poll(p->cli.scq, &wc, TERM_WAIT_MS);
+	rc = ru_poll(p->cli.scq, &wc, WAIT_TERM_MS);
 	ASSERT_EQ(1, rc) TH_LOG("RDMA Read never completed: %s", ru_errmsg());
 	printf("# RDMA Read completion: %s (%d), vendor_err 0x%x%s\n",
 	       ibv_wc_status_str(wc.status), wc.status, wc.vendor_err,
@@ -89,7 +89,7 @@ static void read_must_fail(struct __test_metadata *_metadata,
 		TH_LOG("the peer served a Read it must refuse");
 	/* not a single byte of the target may have been placed */
 	RU_EXPECT_PATTERN(sink->addr, sink_check, s_sink, "client sink");
-	RU_EXPECT_OK(ru_wait_qp_state(p->cli.qp, IBV_QPS_ERR, TERM_WAIT_MS));
+	RU_EXPECT_OK(ru_wait_qp_state(p->cli.qp, IBV_QPS_ERR, WAIT_TERM_MS));
 	printf("# server QP state: %s\n",
 	       ru_qp_state_str(ru_qp_state(p->srv.qp)));
 }
@@ -114,7 +114,7 @@ static void write_must_fail(struct __test_metadata *_metadata,
 	RU_ASSERT_OK(ru_post_send(&p->cli, IBV_WR_SEND, src, 0, 8, 0, 0, 2,
 				  IBV_SEND_SIGNALED));
 	/* the initiator learns about it through a Terminate: QP in error */
-	RU_EXPECT_OK(ru_wait_qp_state(p->cli.qp, IBV_QPS_ERR, TERM_WAIT_MS));
+	RU_EXPECT_OK(ru_wait_qp_state(p->cli.qp, IBV_QPS_ERR, WAIT_TERM_MS));
 	/*
 	 * Both WRs should complete (successfully or flushed). siw (upstream
 	 * too) now and then loses the Send queued behind the Write that
@@ -531,7 +531,7 @@ TEST(remote_invalidate_user_mr)
 	wr.wr.rdma.rkey = victim.mr->rkey;
 	ASSERT_EQ(0, ibv_post_send(p.cli.qp, &wr, &bad));
 
-	ASSERT_EQ(1, ru_poll(p.srv.rcq, &wc, TERM_WAIT_MS));
+	ASSERT_EQ(1, ru_poll(p.srv.rcq, &wc, WAIT_TERM_MS));
 	TH_LOG("server receive: status %s, wc_flags 0x%x, invalidated 0x%x",
 	       ibv_wc_status_str(wc.status), wc.wc_flags,
 	       wc.wc_flags & IBV_WC_WITH_INV ? wc.invalidated_rkey : 0);
