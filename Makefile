@@ -77,7 +77,7 @@ check: modules rdma-core selftests
 		$(TOP)/selftests/run.sh
 
 demo: modules rdma-core selftests
-	@KVER=$(KVER) RDMA_PREFIX=$(RDMA_PREFIX) $(TOP)/tools/demo.sh
+	@KVER=$(KVER) RDMA_PREFIX=$(RDMA_PREFIX) $(TOP)/tools/demo/run.sh
 
 # BENCH=full (default) or quick; see Documentation/performance.md.
 BENCH ?= full

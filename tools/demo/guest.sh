@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest side of `make demo` (run by tools/vm/run --netns): siw0 on veth0 in
+# tools/demo/guest.sh: guest side of `make demo` (run by tools/vm/run --netns): siw0 on veth0 in
 # the initial namespace, siw1 on veth1 in namespace $SIWX_NETNS1.
 # Prints a few lines a person can read; exits non-zero if anything fails.
 set -u
