@@ -697,250 +697,324 @@ static enum mode mode_at(int r, int k)
 	return r % 2 ? (enum mode)(M_NUM - 1 - k) : (enum mode)k;
 }
 
-static int run_client(const char *host, int port, uint32_t *lsz, int nl, uint32_t *bsz,
-		      int nb, uint32_t lat_iters, uint32_t warmup, uint64_t bw_bytes,
-		      uint32_t bw_min, uint32_t bw_max, int rounds, uint32_t inline_max,
-		      const char *modes)
+/* What the client measures (the command line) and what it found. */
+struct client {
+	const char *host;
+	int port;
+	uint32_t *lsz, *bsz;	/* latency and bandwidth sizes */
+	int nl, nb;
+	uint32_t lat_iters, warmup, bw_min, bw_max;
+	uint64_t bw_bytes;
+	int rounds;
+	int want[M_NUM];
+	uint32_t maxsize;	/* the largest message */
+	int imm_ok;
+	char imm_why[200];
+	struct point lat[MAX_SIZES][M_NUM], bw[MAX_SIZES][M_NUM];
+};
+
+/* Connect to the server with our buffer size in the private data. */
+static void client_connect(struct client *cl, struct ep *e)
 {
+	struct conn_pdata pdata = { .magic = CTL_MAGIC };
 	struct sockaddr_storage ss;
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp;
-	struct ep e = { .inline_max = inline_max };
-	struct point lat[MAX_SIZES][M_NUM], bw[MAX_SIZES][M_NUM];
-	struct conn_pdata pdata = { .magic = CTL_MAGIC };
-	int want[M_NUM], imm_ok = 0, i, k, r;
-	char imm_why[200] = "";
-	uint32_t maxsize = 8, it;
-	struct ctl c;
-	uint8_t tag = 0;
 
-	for (k = 0; k < M_NUM; k++)
-		want[k] = strstr(modes, mode_name[k]) != NULL;
-	for (i = 0; i < nl; i++)
-		maxsize = lsz[i] > maxsize ? lsz[i] : maxsize;
-	for (i = 0; i < nb; i++)
-		maxsize = bsz[i] > maxsize ? bsz[i] : maxsize;
-	memset(lat, 0, sizeof(lat));
-	memset(bw, 0, sizeof(bw));
-
-	get_addr(host, port, &ss);
-	e.ec = rdma_create_event_channel();
-	if (!e.ec)
+	get_addr(cl->host, cl->port, &ss);
+	e->ec = rdma_create_event_channel();
+	if (!e->ec)
 		die("rdma_create_event_channel: %s", strerror(errno));
 	/* (the caller starts the client once the server listens) */
-	if (rdma_create_id(e.ec, &e.id, NULL, RDMA_PS_TCP))
+	if (rdma_create_id(e->ec, &e->id, NULL, RDMA_PS_TCP))
 		die("rdma_create_id: %s", strerror(errno));
-	if (rdma_resolve_addr(e.id, NULL, (struct sockaddr *)&ss, 5000))
+	if (rdma_resolve_addr(e->id, NULL, (struct sockaddr *)&ss, 5000))
 		die("rdma_resolve_addr: %s", strerror(errno));
-	ev = cm_wait(&e, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ev = cm_wait(e, RDMA_CM_EVENT_ADDR_RESOLVED);
 	rdma_ack_cm_event(ev);
-	if (rdma_resolve_route(e.id, 5000))
+	if (rdma_resolve_route(e->id, 5000))
 		die("rdma_resolve_route: %s", strerror(errno));
-	ev = cm_wait(&e, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	ev = cm_wait(e, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	rdma_ack_cm_event(ev);
-	setup_resources(&e, maxsize);
-	post_all_recvs(&e);
+	setup_resources(e, cl->maxsize);
+	post_all_recvs(e);
 	memset(&cp, 0, sizeof(cp));
 	cp.retry_count = 7;
 	cp.rnr_retry_count = 7;
-	pdata.maxsize = maxsize;
+	pdata.maxsize = cl->maxsize;
 	cp.private_data = &pdata;
 	cp.private_data_len = sizeof(pdata);
-	if (rdma_connect(e.id, &cp))
+	if (rdma_connect(e->id, &cp))
 		die("rdma_connect: %s", strerror(errno));
-	if (rdma_get_cm_event(e.ec, &ev))
+	if (rdma_get_cm_event(e->ec, &ev))
 		die("rdma_get_cm_event: %s", strerror(errno));
 	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
-		die("connect to %s:%d: %s (status %d)", host, port,
+		die("connect to %s:%d: %s (status %d)", cl->host, cl->port,
 		    rdma_event_str(ev->event), ev->status);
 	rdma_ack_cm_event(ev);
+}
 
-	/* HELLO: our buffer, and how large a one we need from the server */
+/* HELLO: our buffer, and how large a one we need from the server */
+static void client_hello(struct client *cl, struct ep *e)
+{
+	struct ctl c;
+
 	memset(&c, 0, sizeof(c));
 	c.type = CTL_HELLO;
-	c.addr = (uintptr_t)e.dst;
-	c.len = maxsize;
-	c.rkey = e.mr->rkey;
-	send_ctl(&e, &c);
-	get_ctl(&e, &c, CTL_HELLO, "the server's HELLO");
-	e.raddr = c.addr;
-	e.rkey = c.rkey;
-	if (c.len < maxsize)
-		die("the server's buffer holds %" PRIu64 " bytes, need %u", c.len, maxsize);
+	c.addr = (uintptr_t)e->dst;
+	c.len = cl->maxsize;
+	c.rkey = e->mr->rkey;
+	send_ctl(e, &c);
+	get_ctl(e, &c, CTL_HELLO, "the server's HELLO");
+	e->raddr = c.addr;
+	e->rkey = c.rkey;
+	if (c.len < cl->maxsize)
+		die("the server's buffer holds %" PRIu64 " bytes, need %u", c.len,
+		    cl->maxsize);
+}
 
-	/* Probe: is RDMA Write with Immediate supported by this provider? */
-	if (want[M_IMM]) {
-		struct ibv_sge sge = { .addr = (uintptr_t)e.src_a, .length = 8,
-				       .lkey = e.mr->lkey };
-		struct ibv_send_wr wr = {
-			.sg_list = &sge, .num_sge = 1,
-			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-			.imm_data = htobe32(PROBE_IMM),
-		};
-		int rc;
+/* Probe: is RDMA Write with Immediate supported by this provider? */
+static void probe_imm(struct client *cl, struct ep *e)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)e->src_a, .length = 8,
+			       .lkey = e->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm_data = htobe32(PROBE_IMM),
+	};
+	struct ctl c;
+	int rc;
 
-		wr.wr.rdma.remote_addr = e.raddr;
-		wr.wr.rdma.rkey = e.rkey;
-		e.window = SQ_DEPTH / 2;
-		rc = post_chain(&e, &wr, &wr, 1, 1);
-		if (rc) {
-			snprintf(imm_why, sizeof(imm_why),
-				 "ibv_post_send(IBV_WR_RDMA_WRITE_WITH_IMM) fails: %s",
-				 strerror(rc));
-			memset(&c, 0, sizeof(c));
-			c.type = CTL_NOIMM;
-			send_ctl(&e, &c);
-		} else {
-			drain_send(&e);
-			imm_ok = 1;
-		}
-		fprintf(stderr, "%s: RDMA Write with Immediate: %s\n", prog,
-			imm_ok ? "supported" : imm_why);
+	wr.wr.rdma.remote_addr = e->raddr;
+	wr.wr.rdma.rkey = e->rkey;
+	e->window = SQ_DEPTH / 2;
+	rc = post_chain(e, &wr, &wr, 1, 1);
+	if (rc) {
+		snprintf(cl->imm_why, sizeof(cl->imm_why),
+			 "ibv_post_send(IBV_WR_RDMA_WRITE_WITH_IMM) fails: %s",
+			 strerror(rc));
+		memset(&c, 0, sizeof(c));
+		c.type = CTL_NOIMM;
+		send_ctl(e, &c);
+	} else {
+		drain_send(e);
+		cl->imm_ok = 1;
 	}
-	if (e.max_inline < inline_max)
-		fprintf(stderr, "%s: max_inline_data %u: inline up to %u bytes\n", prog,
-			e.max_inline, e.inline_max);
+	fprintf(stderr, "%s: RDMA Write with Immediate: %s\n", prog,
+		cl->imm_ok ? "supported" : cl->imm_why);
+}
 
-	/* Latency */
-	for (i = 0; i < nl; i++)
+/* mode m is measured in this run */
+static int client_runs(const struct client *cl, enum mode m)
+{
+	return cl->want[m] && (m != M_IMM || cl->imm_ok);
+}
+
+/* Tell the server what comes next and wait until it is ready. */
+static void start_phase(struct ep *e, struct ctl *c)
+{
+	c->type = CTL_PHASE;
+	send_ctl(e, c);
+	get_ctl(e, c, CTL_READY, "READY");
+}
+
+static void run_latency(struct client *cl, struct ep *e)
+{
+	struct ctl c;
+	int i, k, r;
+
+	for (i = 0; i < cl->nl; i++)
 		for (k = 0; k < M_NUM; k++) {
-			lat[i][k].rtt = calloc(lat_iters + rounds, sizeof(double));
-			if (!lat[i][k].rtt)
+			cl->lat[i][k].rtt = calloc(cl->lat_iters + cl->rounds, sizeof(double));
+			if (!cl->lat[i][k].rtt)
 				die("out of memory");
 		}
-	for (r = 0; r < rounds; r++) {
-		for (i = 0; i < nl; i++) {
+	for (r = 0; r < cl->rounds; r++) {
+		for (i = 0; i < cl->nl; i++) {
 			/* this round's share of the iterations */
-			uint32_t n = lat_iters / rounds + (r < (int)(lat_iters % rounds));
+			uint32_t n = cl->lat_iters / cl->rounds +
+				     (r < (int)(cl->lat_iters % cl->rounds));
 
 			for (k = 0; k < M_NUM; k++) {
 				enum mode m = mode_at(r + i, k);
-				struct point *p = &lat[i][m];
+				struct point *p = &cl->lat[i][m];
 
-				if (!want[m] || (m == M_IMM && !imm_ok) || n == 0)
+				if (!client_runs(cl, m) || n == 0)
 					continue;
-				e.dst[lsz[i] - 1] = 0;
+				e->dst[cl->lsz[i] - 1] = 0;
 				memset(&c, 0, sizeof(c));
-				c.type = CTL_PHASE;
 				c.mode = m;
-				c.size = lsz[i];
+				c.size = cl->lsz[i];
 				c.iters = n;
-				c.warmup = warmup;
-				send_ctl(&e, &c);
-				get_ctl(&e, &c, CTL_READY, "READY");
-				lat_phase(&e, m, lsz[i], n, warmup, 1, p->rtt + p->n);
+				c.warmup = cl->warmup;
+				start_phase(e, &c);
+				lat_phase(e, m, cl->lsz[i], n, cl->warmup, 1, p->rtt + p->n);
 				p->n += n;
 			}
 		}
 	}
-	/* Bandwidth */
-	for (r = 0; r < rounds; r++) {
-		for (i = 0; i < nb; i++) {
-			uint64_t want_it = bw_bytes / bsz[i];
-			uint32_t n;
+}
+
+/* iterations of a bandwidth point of size bytes, over all rounds */
+static uint32_t bw_iters(const struct client *cl, const struct ep *e, uint32_t size)
+{
+	uint64_t it = cl->bw_bytes / size;
+
+	if (it < cl->bw_min)
+		it = cl->bw_min;
+	if (it > cl->bw_max)
+		it = cl->bw_max;
+	if (it > e->rq_depth - 64)
+		it = e->rq_depth - 64;
+	return (uint32_t)it;
+}
+
+static void run_bandwidth(struct client *cl, struct ep *e)
+{
+	uint8_t tag = 0;
+	struct ctl c;
+	int i, k, r;
+
+	for (r = 0; r < cl->rounds; r++) {
+		for (i = 0; i < cl->nb; i++) {
+			uint32_t size = cl->bsz[i], it = bw_iters(cl, e, size);
+			uint32_t n = it / cl->rounds + (r < (int)(it % cl->rounds));
 			double t0, snd;
 
-			if (want_it < bw_min)
-				want_it = bw_min;
-			if (want_it > bw_max)
-				want_it = bw_max;
-			if (want_it > e.rq_depth - 64)
-				want_it = e.rq_depth - 64;
-			it = (uint32_t)want_it;
-			n = it / rounds + (r < (int)(it % rounds));
 			for (k = 0; k < M_NUM; k++) {
 				enum mode m = mode_at(r + i, k);
-				struct point *p = &bw[i][m];
+				struct point *p = &cl->bw[i][m];
 
-				if (!want[m] || (m == M_IMM && !imm_ok) || n == 0)
+				if (!client_runs(cl, m) || n == 0)
 					continue;
 				tag = (uint8_t)(tag % 255 + 1);
-				e.src_a[bsz[i] - 1] = (uint8_t)~tag;
-				e.src_b[bsz[i] - 1] = tag;
+				e->src_a[size - 1] = (uint8_t)~tag;
+				e->src_b[size - 1] = tag;
 				memset(&c, 0, sizeof(c));
-				c.type = CTL_PHASE;
 				c.mode = m;
 				c.bw = 1;
-				c.size = bsz[i];
+				c.size = size;
 				c.iters = n;
 				c.tag = tag;
-				send_ctl(&e, &c);
-				get_ctl(&e, &c, CTL_READY, "READY");
+				start_phase(e, &c);
 				t0 = now_us();
-				snd = bw_send(&e, m, bsz[i], n);
-				e.wait_secs = STREAM_SECS;	/* the receiver may lag */
-				get_ctl(&e, &c, CTL_DONE, "DONE");
-				e.wait_secs = 0;
+				snd = bw_send(e, m, size, n);
+				e->wait_secs = STREAM_SECS;	/* the receiver may lag */
+				get_ctl(e, &c, CTL_DONE, "DONE");
+				e->wait_secs = 0;
 				p->secs += (now_us() - t0) / 1e6;
 				p->snd_secs += snd / 1e6;
-				p->bytes += (double)n * bsz[i];
+				p->bytes += (double)n * size;
 				p->msgs += n;
 			}
 		}
 	}
-	memset(&c, 0, sizeof(c));
-	c.type = CTL_QUIT;
-	send_ctl(&e, &c);
+}
 
-	/* Results */
-	for (i = 0; i < nl; i++) {
+/* one latency result line and its distribution; returns the median one-way */
+static double report_lat_point(struct point *p, const char *test, uint32_t size)
+{
+	double sum = 0, med, p99;
+	uint32_t j;
+
+	for (j = 0; j < p->n; j++)
+		sum += p->rtt[j];
+	med = median_of(p->rtt, p->n);	/* sorts */
+	j = (uint32_t)(0.99 * p->n + 0.999999);
+	p99 = p->rtt[j ? j - 1 : 0];
+	printf("result test=%s size=%u iters=%u lat_typical_us=%.2f lat_avg_us=%.2f "
+	       "lat_min_us=%.2f lat_p99_us=%.2f\n", test, size, p->n,
+	       med / 2, sum / p->n / 2, p->rtt[0] / 2, p99 / 2);
+	/* the distribution, for people: scheduling noise makes it bimodal */
+	printf("dist test=%s size=%u one-way us: p10=%.1f p25=%.1f p50=%.1f "
+	       "p75=%.1f p90=%.1f\n", test, size, p->rtt[p->n / 10] / 2,
+	       p->rtt[p->n / 4] / 2, med / 2, p->rtt[p->n * 3 / 4] / 2,
+	       p->rtt[p->n * 9 / 10] / 2);
+	return med / 2;
+}
+
+/* the imm/write and imm/send ratios of one size */
+static void report_ratios(const char *what, uint32_t size, const double *v)
+{
+	if (v[M_IMM] && v[M_WRITE])
+		printf("ratio %s size=%u imm/write=%.3f\n", what, size,
+		       v[M_IMM] / v[M_WRITE]);
+	if (v[M_IMM] && v[M_SEND])
+		printf("ratio %s size=%u imm/send=%.3f\n", what, size,
+		       v[M_IMM] / v[M_SEND]);
+}
+
+static void report(struct client *cl)
+{
+	int i, k;
+
+	for (i = 0; i < cl->nl; i++) {
 		double lm[M_NUM] = { 0 };
 
 		for (k = 0; k < M_NUM; k++) {
-			struct point *p = &lat[i][k];
-			double sum = 0, med, p99;
-			uint32_t j;
-
-			if (!want[k])
+			if (!cl->want[k])
 				continue;
-			if (k == M_IMM && !imm_ok) {
-				printf("na test=%s size=%u reason=%s\n", lat_test[k], lsz[i], imm_why);
+			if (k == M_IMM && !cl->imm_ok) {
+				printf("na test=%s size=%u reason=%s\n", lat_test[k],
+				       cl->lsz[i], cl->imm_why);
 				continue;
 			}
-			for (j = 0; j < p->n; j++)
-				sum += p->rtt[j];
-			med = median_of(p->rtt, p->n);	/* sorts */
-			j = (uint32_t)(0.99 * p->n + 0.999999);
-			p99 = p->rtt[j ? j - 1 : 0];
-			lm[k] = med / 2;
-			printf("result test=%s size=%u iters=%u lat_typical_us=%.2f lat_avg_us=%.2f "
-			       "lat_min_us=%.2f lat_p99_us=%.2f\n", lat_test[k], lsz[i], p->n,
-			       med / 2, sum / p->n / 2, p->rtt[0] / 2, p99 / 2);
-			/* the distribution, for people: scheduling noise makes it bimodal */
-			printf("dist test=%s size=%u one-way us: p10=%.1f p25=%.1f p50=%.1f "
-			       "p75=%.1f p90=%.1f\n", lat_test[k], lsz[i], p->rtt[p->n / 10] / 2,
-			       p->rtt[p->n / 4] / 2, med / 2, p->rtt[p->n * 3 / 4] / 2,
-			       p->rtt[p->n * 9 / 10] / 2);
+			lm[k] = report_lat_point(&cl->lat[i][k], lat_test[k], cl->lsz[i]);
 		}
-		if (lm[M_IMM] && lm[M_WRITE])
-			printf("ratio lat size=%u imm/write=%.3f\n", lsz[i],
-			       lm[M_IMM] / lm[M_WRITE]);
-		if (lm[M_IMM] && lm[M_SEND])
-			printf("ratio lat size=%u imm/send=%.3f\n", lsz[i], lm[M_IMM] / lm[M_SEND]);
+		report_ratios("lat", cl->lsz[i], lm);
 	}
-	for (i = 0; i < nb; i++) {
+	for (i = 0; i < cl->nb; i++) {
 		double bm[M_NUM] = { 0 };
 
 		for (k = 0; k < M_NUM; k++) {
-			struct point *p = &bw[i][k];
+			struct point *p = &cl->bw[i][k];
 
-			if (!want[k])
+			if (!cl->want[k])
 				continue;
-			if (k == M_IMM && !imm_ok) {
-				printf("na test=%s size=%u reason=%s\n", bw_test[k], bsz[i], imm_why);
+			if (k == M_IMM && !cl->imm_ok) {
+				printf("na test=%s size=%u reason=%s\n", bw_test[k],
+				       cl->bsz[i], cl->imm_why);
 				continue;
 			}
 			bm[k] = p->bytes / p->secs / 1048576;
 			printf("result test=%s size=%u iters=%.0f bw_avg_MiBps=%.3f "
-			       "msg_rate_Mpps=%.6f snd_MiBps=%.3f\n", bw_test[k], bsz[i], p->msgs,
-			       bm[k], p->msgs / p->secs / 1e6, p->bytes / p->snd_secs / 1048576);
+			       "msg_rate_Mpps=%.6f snd_MiBps=%.3f\n", bw_test[k],
+			       cl->bsz[i], p->msgs, bm[k], p->msgs / p->secs / 1e6,
+			       p->bytes / p->snd_secs / 1048576);
 		}
-		if (bm[M_IMM] && bm[M_WRITE])
-			printf("ratio bw size=%u imm/write=%.3f\n", bsz[i], bm[M_IMM] / bm[M_WRITE]);
-		if (bm[M_IMM] && bm[M_SEND])
-			printf("ratio bw size=%u imm/send=%.3f\n", bsz[i], bm[M_IMM] / bm[M_SEND]);
+		report_ratios("bw", cl->bsz[i], bm);
 	}
 	fflush(stdout);
+}
+
+static int run_client(struct client *cl, uint32_t inline_max, const char *modes)
+{
+	struct ep e = { .inline_max = inline_max };
+	struct ctl c;
+	int i, k;
+
+	for (k = 0; k < M_NUM; k++)
+		cl->want[k] = strstr(modes, mode_name[k]) != NULL;
+	cl->maxsize = 8;
+	for (i = 0; i < cl->nl; i++)
+		cl->maxsize = cl->lsz[i] > cl->maxsize ? cl->lsz[i] : cl->maxsize;
+	for (i = 0; i < cl->nb; i++)
+		cl->maxsize = cl->bsz[i] > cl->maxsize ? cl->bsz[i] : cl->maxsize;
+
+	client_connect(cl, &e);
+	client_hello(cl, &e);
+	if (cl->want[M_IMM])
+		probe_imm(cl, &e);
+	if (e.max_inline < inline_max)
+		fprintf(stderr, "%s: max_inline_data %u: inline up to %u bytes\n", prog,
+			e.max_inline, e.inline_max);
+	run_latency(cl, &e);
+	run_bandwidth(cl, &e);
+	memset(&c, 0, sizeof(c));
+	c.type = CTL_QUIT;
+	send_ctl(&e, &c);
+	report(cl);
 	rdma_disconnect(e.id);
 	return 0;
 }
@@ -962,8 +1036,9 @@ int main(int argc, char **argv)
 	uint32_t lsz[MAX_SIZES], bsz[MAX_SIZES];
 	unsigned long lat_iters = 200, warmup = 8, bw_min = 16, bw_max = 1000;
 	unsigned long long bw_bytes = 8ull << 20;
-	int server = 0, port = 18515, rounds = 4, nl, nb, o;
+	int server = 0, port = 18515, rounds = 4, o;
 	unsigned long inl = 64;
+	static struct client cl;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((o = getopt(argc, argv, "sa:c:p:b:l:n:B:m:M:r:w:I:x:h")) != -1) {
@@ -989,11 +1064,20 @@ int main(int argc, char **argv)
 		usage();
 	if (server)
 		return run_server(baddr, port);
-	nl = parse_sizes(lsizes, lsz);
-	nb = parse_sizes(bsizes, bsz);
+	cl.host = host;
+	cl.port = port;
+	cl.lsz = lsz;
+	cl.bsz = bsz;
+	cl.nl = parse_sizes(lsizes, lsz);
+	cl.nb = parse_sizes(bsizes, bsz);
 	if (rounds < 1 || rounds > 100 || lat_iters < (unsigned long)rounds || lat_iters > 1000000 ||
 	    bw_min < 1 || bw_max < bw_min)
 		usage();
-	return run_client(host, port, lsz, nl, bsz, nb, (uint32_t)lat_iters, (uint32_t)warmup,
-			  bw_bytes, (uint32_t)bw_min, (uint32_t)bw_max, rounds, (uint32_t)inl, modes);
+	cl.lat_iters = (uint32_t)lat_iters;
+	cl.warmup = (uint32_t)warmup;
+	cl.bw_bytes = bw_bytes;
+	cl.bw_min = (uint32_t)bw_min;
+	cl.bw_max = (uint32_t)bw_max;
+	cl.rounds = rounds;
+	return run_client(&cl, (uint32_t)inl, modes);
 }
