@@ -238,107 +238,109 @@ struct expect {
 	int n;
 };
 
+/* the command line */
+struct opts {
+	const char *addr, *dev;
+	int port, pd2, caps_only, nrecv;
+	size_t len, recv_len;
+	int access;
+	unsigned int ird, ord;
+	uint64_t timeout, linger, seed;
+	int have_seed;
+	struct expect sets[MAX_EXP], exps[MAX_EXP];
+	int nsets, nexps;
+	int post_op, ready_fd;
+	uint64_t post_a, post_b, post_delay, post_raddr;
+	uint32_t post_rkey;
+};
+
+/* the connection, its resources and what was observed on it */
+struct server {
+	const struct opts *o;
+	struct rdma_event_channel *lch, *ch;
+	struct rdma_cm_id *lid, *id;
+	struct ibv_pd *pd, *pdm;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_mr *mr, *rmr, *resmr;
+	uint8_t *area, *want, *rbuf, *mrp;
+	size_t area_len;
+	uint64_t *result;
+	uint64_t t0, est_at;
+	int established, disconnected, n_async, n_cqe, qp_err, posted;
+};
+
 static const char *cm_str(enum rdma_cm_event_type t)
 {
 	return rdma_event_str(t);
 }
 
-int main(int argc, char **argv)
+static void parse_opts(struct opts *o, int argc, char **argv)
 {
-	const char *addr = ru_addr0(), *dev = ru_env("SIWX_DEV0", "siw0");
-	int port = -1, pd2 = 0, caps_only = 0, i, nrecv = 4, rc;
-	size_t len = 4096, recv_len = 256;
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	unsigned int ird = 16, ord = 16;
-	uint64_t timeout = 20000, linger = 700, seed = 0, t0;
-	int have_seed = 0;
-	struct expect sets[MAX_EXP], exps[MAX_EXP];
-	int nsets = 0, nexps = 0;
-	struct rdma_event_channel *lch = NULL, *ch = NULL;
-	struct rdma_cm_id *lid = NULL, *id = NULL;
-	struct rdma_cm_event *ev;
-	struct ibv_pd *pd = NULL, *pdm = NULL;
-	struct ibv_cq *scq = NULL, *rcq = NULL;
-	struct ibv_mr *mr = NULL, *rmr = NULL;
-	struct ibv_qp_init_attr qia;
-	struct rdma_conn_param cp;
-	uint8_t *area = NULL, *want = NULL, *rbuf = NULL, *mrp;
-	size_t area_len;
-	char pdata[200], abuf[32];
-	int established = 0, disconnected = 0, n_async = 0, n_cqe = 0;
-	int qp_err = 0, mem_bad;
-	struct sockaddr_in sin;
-	int post_op = -1, posted = 0, ready_fd = -1;
-	uint64_t post_a = 0, post_b = 0, post_delay = 300, est_at = 0;
-	uint64_t post_raddr = 0x1000, *result = NULL;
-	uint32_t post_rkey = 0x1234;
-	struct ibv_mr *resmr = NULL;
+	int i;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (i = 1; i < argc; i++) {
-		const char *o = argv[i], *a = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *op = argv[i], *a = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(o, "--caps")) {
-			caps_only = 1;
+		if (!strcmp(op, "--caps")) {
+			o->caps_only = 1;
 			continue;
 		}
-		if (!strcmp(o, "--pd2")) {
-			pd2 = 1;
+		if (!strcmp(op, "--pd2")) {
+			o->pd2 = 1;
 			continue;
 		}
 		if (!a)
 			usage();
 		i++;
-		if (!strcmp(o, "--addr")) {
-			addr = a;
-		} else if (!strcmp(o, "--dev")) {
-			dev = a;
-		} else if (!strcmp(o, "--port")) {
-			port = (int)num(a);
-		} else if (!strcmp(o, "--len")) {
-			len = num(a);
-		} else if (!strcmp(o, "--access")) {
-			access = 0;
+		if (!strcmp(op, "--addr")) {
+			o->addr = a;
+		} else if (!strcmp(op, "--dev")) {
+			o->dev = a;
+		} else if (!strcmp(op, "--port")) {
+			o->port = (int)num(a);
+		} else if (!strcmp(op, "--len")) {
+			o->len = num(a);
+		} else if (!strcmp(op, "--access")) {
+			o->access = 0;
 			if (strstr(a, "lw"))
-				access |= IBV_ACCESS_LOCAL_WRITE;
+				o->access |= IBV_ACCESS_LOCAL_WRITE;
 			if (strstr(a, "rw"))
-				access |= IBV_ACCESS_REMOTE_WRITE;
+				o->access |= IBV_ACCESS_REMOTE_WRITE;
 			if (strstr(a, "rr"))
-				access |= IBV_ACCESS_REMOTE_READ;
+				o->access |= IBV_ACCESS_REMOTE_READ;
 			if (strstr(a, "ra"))
-				access |= IBV_ACCESS_REMOTE_ATOMIC;
-		} else if (!strcmp(o, "--recv")) {
-			nrecv = (int)num(a);
-		} else if (!strcmp(o, "--recv-len")) {
-			recv_len = num(a);
-		} else if (!strcmp(o, "--ird")) {
-			ird = num(a);
-		} else if (!strcmp(o, "--ord")) {
-			ord = num(a);
-		} else if (!strcmp(o, "--timeout")) {
-			timeout = num(a);
-		} else if (!strcmp(o, "--linger")) {
-			linger = num(a);
-		} else if (!strcmp(o, "--seed")) {
-			seed = num(a);
-			have_seed = 1;
-		} else if (!strcmp(o, "--set-u64") || !strcmp(o, "--expect-u64")) {
-			struct expect *e = o[2] == 's' ? &sets[nsets++] :
-							 &exps[nexps++];
+				o->access |= IBV_ACCESS_REMOTE_ATOMIC;
+		} else if (!strcmp(op, "--recv")) {
+			o->nrecv = (int)num(a);
+		} else if (!strcmp(op, "--recv-len")) {
+			o->recv_len = num(a);
+		} else if (!strcmp(op, "--ird")) {
+			o->ird = num(a);
+		} else if (!strcmp(op, "--ord")) {
+			o->ord = num(a);
+		} else if (!strcmp(op, "--timeout")) {
+			o->timeout = num(a);
+		} else if (!strcmp(op, "--linger")) {
+			o->linger = num(a);
+		} else if (!strcmp(op, "--seed")) {
+			o->seed = num(a);
+			o->have_seed = 1;
+		} else if (!strcmp(op, "--set-u64") || !strcmp(op, "--expect-u64")) {
+			struct expect *e = op[2] == 's' ? &o->sets[o->nsets++] :
+							  &o->exps[o->nexps++];
 			const char *v;
 			uint64_t x;
 
-			if (nsets > MAX_EXP || nexps > MAX_EXP)
+			if (o->nsets > MAX_EXP || o->nexps > MAX_EXP)
 				usage();
 			offval(a, &e->off, &v);
 			x = num(v);
 			memcpy(e->bytes, &x, 8);
 			e->n = 8;
-		} else if (!strcmp(o, "--post-fadd")) {
-			post_op = IBV_WR_ATOMIC_FETCH_AND_ADD;
-			post_a = num(a);
-		} else if (!strcmp(o, "--post-cswap")) {
+		} else if (!strcmp(op, "--post-fadd")) {
+			o->post_op = IBV_WR_ATOMIC_FETCH_AND_ADD;
+			o->post_a = num(a);
+		} else if (!strcmp(op, "--post-cswap")) {
 			char tmp[64], *c;
 
 			snprintf(tmp, sizeof(tmp), "%s", a);
@@ -346,22 +348,22 @@ int main(int argc, char **argv)
 			if (!c)
 				usage();
 			*c = 0;
-			post_op = IBV_WR_ATOMIC_CMP_AND_SWP;
-			post_a = num(tmp);
-			post_b = num(c + 1);
-		} else if (!strcmp(o, "--ready-fd")) {
-			ready_fd = (int)num(a);
-		} else if (!strcmp(o, "--post-delay")) {
-			post_delay = num(a);
-		} else if (!strcmp(o, "--post-rkey")) {
-			post_rkey = num(a);
-		} else if (!strcmp(o, "--post-raddr")) {
-			post_raddr = num(a);
-		} else if (!strcmp(o, "--expect-hex")) {
-			struct expect *e = &exps[nexps++];
+			o->post_op = IBV_WR_ATOMIC_CMP_AND_SWP;
+			o->post_a = num(tmp);
+			o->post_b = num(c + 1);
+		} else if (!strcmp(op, "--ready-fd")) {
+			o->ready_fd = (int)num(a);
+		} else if (!strcmp(op, "--post-delay")) {
+			o->post_delay = num(a);
+		} else if (!strcmp(op, "--post-rkey")) {
+			o->post_rkey = num(a);
+		} else if (!strcmp(op, "--post-raddr")) {
+			o->post_raddr = num(a);
+		} else if (!strcmp(op, "--expect-hex")) {
+			struct expect *e = &o->exps[o->nexps++];
 			const char *v;
 
-			if (nexps > MAX_EXP)
+			if (o->nexps > MAX_EXP)
 				usage();
 			offval(a, &e->off, &v);
 			e->n = hexbytes(v, e->bytes, sizeof(e->bytes));
@@ -371,54 +373,70 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (caps_only)
-		return print_caps(dev);
-	if (port < 0 || !len || nrecv < 0)
-		usage();
-	for (i = 0; i < nsets; i++)
-		if (sets[i].off + 8 > len)
-			usage();
-	for (i = 0; i < nexps; i++)
-		if (exps[i].off + exps[i].n > len)
-			usage();
-	if (!have_seed)
-		seed = ru_random_seed();
+}
 
-	/* ---- listen */
-	lch = rdma_create_event_channel();
-	if (!lch || rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP)) {
+/* the values the server's own checks need; usage() on nonsense */
+static void check_opts(struct opts *o)
+{
+	int i;
+
+	if (o->port < 0 || !o->len || o->nrecv < 0)
+		usage();
+	for (i = 0; i < o->nsets; i++)
+		if (o->sets[i].off + 8 > o->len)
+			usage();
+	for (i = 0; i < o->nexps; i++)
+		if (o->exps[i].off + o->exps[i].n > o->len)
+			usage();
+	if (!o->have_seed)
+		o->seed = ru_random_seed();
+}
+
+static int do_listen(struct server *s)
+{
+	const struct opts *o = s->o;
+	struct sockaddr_in sin;
+
+	s->lch = rdma_create_event_channel();
+	if (!s->lch || rdma_create_id(s->lch, &s->lid, NULL, RDMA_PS_TCP)) {
 		say("error step=create_id errno=%d", errno);
 		return 3;
 	}
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
-	sin.sin_port = htons(port);
-	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+	sin.sin_port = htons(o->port);
+	if (inet_pton(AF_INET, o->addr, &sin.sin_addr) != 1)
 		usage();
-	if (rdma_bind_addr(lid, (struct sockaddr *)&sin) ||
-	    rdma_listen(lid, 4)) {
-		say("error step=listen addr=%s port=%d errno=%d (%s)", addr,
-		    port, errno, strerror(errno));
+	if (rdma_bind_addr(s->lid, (struct sockaddr *)&sin) ||
+	    rdma_listen(s->lid, 4)) {
+		say("error step=listen addr=%s port=%d errno=%d (%s)", o->addr,
+		    o->port, errno, strerror(errno));
 		return 3;
 	}
-	say("listening addr=%s port=%d dev=%s seed=0x%" PRIx64, addr, port,
-	    lid->verbs ? ibv_get_device_name(lid->verbs->device) : "?", seed);
-	if (ready_fd >= 0) {
-		if (write(ready_fd, "listening\n", 10) != 10)
-			say("warning ready-fd=%d errno=%d", ready_fd, errno);
-		close(ready_fd);
+	say("listening addr=%s port=%d dev=%s seed=0x%" PRIx64, o->addr, o->port,
+	    s->lid->verbs ? ibv_get_device_name(s->lid->verbs->device) : "?",
+	    o->seed);
+	if (o->ready_fd >= 0) {
+		if (write(o->ready_fd, "listening\n", 10) != 10)
+			say("warning ready-fd=%d errno=%d", o->ready_fd, errno);
+		close(o->ready_fd);
 	}
+	return 0;
+}
 
-	/* ---- wait for the connect request */
-	t0 = ru_now_ms();
-	{
-		struct pollfd p = { .fd = lch->fd, .events = POLLIN };
+static int wait_connect_request(struct server *s)
+{
+	struct pollfd p = { .fd = s->lch->fd, .events = POLLIN };
+	char hex[2 * 64 + 1] = "-";
+	struct rdma_cm_event *ev;
+	const uint8_t *pd;
+	int k, n;
 
-		if (poll(&p, 1, (int)timeout) <= 0 || rdma_get_cm_event(lch, &ev)) {
-			say("error step=connect_request timeout_ms=%" PRIu64, timeout);
-			say("end result=no-connection");
-			return 3;
-		}
+	s->t0 = ru_now_ms();
+	if (poll(&p, 1, (int)s->o->timeout) <= 0 || rdma_get_cm_event(s->lch, &ev)) {
+		say("error step=connect_request timeout_ms=%" PRIu64, s->o->timeout);
+		say("end result=no-connection");
+		return 3;
 	}
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
 		say("error step=connect_request event=%s status=%d",
@@ -426,291 +444,393 @@ int main(int argc, char **argv)
 		rdma_ack_cm_event(ev);
 		return 3;
 	}
-	id = ev->id;
-	{
-		char hex[2 * 64 + 1] = "-";
-		const uint8_t *p = ev->param.conn.private_data;
-		int k, n = ev->param.conn.private_data_len;
-
-		for (k = 0; p && k < n && k < 64; k++)
-			sprintf(hex + 2 * k, "%02x", p[k]);
-		say("connect-request pd_len=%d responder_resources=%u initiator_depth=%u pdata=%s",
-		    n, ev->param.conn.responder_resources,
-		    ev->param.conn.initiator_depth, hex);
-	}
+	s->id = ev->id;
+	pd = ev->param.conn.private_data;
+	n = ev->param.conn.private_data_len;
+	for (k = 0; pd && k < n && k < 64; k++)
+		sprintf(hex + 2 * k, "%02x", pd[k]);
+	say("connect-request pd_len=%d responder_resources=%u initiator_depth=%u pdata=%s",
+	    n, ev->param.conn.responder_resources,
+	    ev->param.conn.initiator_depth, hex);
 	rdma_ack_cm_event(ev);
-	ch = rdma_create_event_channel();
-	if (!ch || rdma_migrate_id(id, ch)) {
+	s->ch = rdma_create_event_channel();
+	if (!s->ch || rdma_migrate_id(s->id, s->ch)) {
 		say("error step=migrate errno=%d", errno);
 		return 3;
 	}
+	return 0;
+}
 
-	/* ---- resources */
-	pd = ibv_alloc_pd(id->verbs);
-	pdm = pd2 ? ibv_alloc_pd(id->verbs) : pd;
-	scq = ibv_create_cq(id->verbs, 64, NULL, NULL, 0);
-	rcq = ibv_create_cq(id->verbs, 64, NULL, NULL, 0);
-	if (!pd || !pdm || !scq || !rcq) {
-		say("error step=pd_cq errno=%d", errno);
-		return 3;
-	}
-	area_len = PAGE + ((len + PAGE - 1) & ~(size_t)(PAGE - 1)) + PAGE;
-	area = mmap(NULL, area_len, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	want = malloc(area_len);
-	if (area == MAP_FAILED || !want) {
+/* The MR between two guard pages, all of it patterned, and the image of
+ * what it must hold at the end. */
+static int setup_memory(struct server *s)
+{
+	const struct opts *o = s->o;
+	char abuf[32];
+	int i;
+
+	s->area_len = PAGE + ((o->len + PAGE - 1) & ~(size_t)(PAGE - 1)) + PAGE;
+	s->area = mmap(NULL, s->area_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	s->want = malloc(s->area_len);
+	if (s->area == MAP_FAILED || !s->want) {
 		say("error step=alloc");
 		return 3;
 	}
-	mrp = area + PAGE;
-	ru_fill(area, area_len, seed);
-	for (i = 0; i < nsets; i++)
-		memcpy(mrp + sets[i].off, sets[i].bytes, 8);
-	memcpy(want, area, area_len);
-	for (i = 0; i < nexps; i++)
-		memcpy(want + PAGE + exps[i].off, exps[i].bytes, exps[i].n);
-	mr = ibv_reg_mr(pdm, mrp, len, access);
-	if (!mr) {
+	s->mrp = s->area + PAGE;
+	ru_fill(s->area, s->area_len, o->seed);
+	for (i = 0; i < o->nsets; i++)
+		memcpy(s->mrp + o->sets[i].off, o->sets[i].bytes, 8);
+	memcpy(s->want, s->area, s->area_len);
+	for (i = 0; i < o->nexps; i++)
+		memcpy(s->want + PAGE + o->exps[i].off, o->exps[i].bytes,
+		       o->exps[i].n);
+	s->mr = ibv_reg_mr(s->pdm, s->mrp, o->len, o->access);
+	if (!s->mr) {
 		say("error step=reg_mr access=%s errno=%d (%s)",
-		    access_str(access, abuf, sizeof(abuf)), errno,
+		    access_str(o->access, abuf, sizeof(abuf)), errno,
 		    strerror(errno));
 		return 3;
 	}
-	say("mr rkey=0x%08x addr=0x%" PRIx64 " len=%zu access=%s pd=%s", mr->rkey,
-	    (uint64_t)(uintptr_t)mrp, len, access_str(access, abuf, sizeof(abuf)),
-	    pd2 ? "other" : "qp");
-	for (i = 0; i < nsets; i++) {
+	say("mr rkey=0x%08x addr=0x%" PRIx64 " len=%zu access=%s pd=%s", s->mr->rkey,
+	    (uint64_t)(uintptr_t)s->mrp, o->len,
+	    access_str(o->access, abuf, sizeof(abuf)), o->pd2 ? "other" : "qp");
+	for (i = 0; i < o->nsets; i++) {
 		uint64_t v;
 
-		memcpy(&v, sets[i].bytes, 8);
-		say("set off=%" PRIu64 " u64=0x%016" PRIx64, sets[i].off, v);
+		memcpy(&v, o->sets[i].bytes, 8);
+		say("set off=%" PRIu64 " u64=0x%016" PRIx64, o->sets[i].off, v);
 	}
+	return 0;
+}
+
+static int post_receives(struct server *s)
+{
+	const struct opts *o = s->o;
+	int i;
+
+	s->rbuf = calloc(o->nrecv, o->recv_len);
+	s->rmr = s->rbuf ? ibv_reg_mr(s->pd, s->rbuf, o->nrecv * o->recv_len,
+				      IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!s->rmr) {
+		say("error step=recv_mr errno=%d", errno);
+		return 3;
+	}
+	for (i = 0; i < o->nrecv; i++) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)s->rbuf + i * o->recv_len,
+			.length = o->recv_len, .lkey = s->rmr->lkey,
+		};
+		struct ibv_recv_wr wr = { .wr_id = 100 + i,
+					  .sg_list = &sge,
+					  .num_sge = 1 }, *bad;
+
+		if (ibv_post_recv(s->id->qp, &wr, &bad)) {
+			say("error step=post_recv errno=%d", errno);
+			return 3;
+		}
+	}
+	return 0;
+}
+
+static int setup_resources(struct server *s)
+{
+	const struct opts *o = s->o;
+	struct ibv_qp_init_attr qia;
+	int rc;
+
+	s->pd = ibv_alloc_pd(s->id->verbs);
+	s->pdm = o->pd2 ? ibv_alloc_pd(s->id->verbs) : s->pd;
+	s->scq = ibv_create_cq(s->id->verbs, 64, NULL, NULL, 0);
+	s->rcq = ibv_create_cq(s->id->verbs, 64, NULL, NULL, 0);
+	if (!s->pd || !s->pdm || !s->scq || !s->rcq) {
+		say("error step=pd_cq errno=%d", errno);
+		return 3;
+	}
+	rc = setup_memory(s);
+	if (rc)
+		return rc;
 
 	memset(&qia, 0, sizeof(qia));
-	qia.send_cq = scq;
-	qia.recv_cq = rcq;
+	qia.send_cq = s->scq;
+	qia.recv_cq = s->rcq;
 	qia.qp_type = IBV_QPT_RC;
 	qia.cap.max_send_wr = 16;
-	qia.cap.max_recv_wr = nrecv > 0 ? nrecv : 1;
+	qia.cap.max_recv_wr = o->nrecv > 0 ? o->nrecv : 1;
 	qia.cap.max_send_sge = 1;
 	qia.cap.max_recv_sge = 1;
-	if (rdma_create_qp(id, pd, &qia)) {
+	if (rdma_create_qp(s->id, s->pd, &qia)) {
 		say("error step=create_qp errno=%d (%s)", errno, strerror(errno));
 		return 3;
 	}
-	if (nrecv) {
-		rbuf = calloc(nrecv, recv_len);
-		rmr = rbuf ? ibv_reg_mr(pd, rbuf, nrecv * recv_len,
-					IBV_ACCESS_LOCAL_WRITE) : NULL;
-		if (!rmr) {
-			say("error step=recv_mr errno=%d", errno);
-			return 3;
-		}
-		for (i = 0; i < nrecv; i++) {
-			struct ibv_sge sge = {
-				.addr = (uintptr_t)rbuf + i * recv_len,
-				.length = recv_len, .lkey = rmr->lkey,
-			};
-			struct ibv_recv_wr wr = { .wr_id = 100 + i,
-						  .sg_list = &sge,
-						  .num_sge = 1 }, *bad;
-
-			if (ibv_post_recv(id->qp, &wr, &bad)) {
-				say("error step=post_recv errno=%d", errno);
-				return 3;
-			}
-		}
+	if (o->nrecv) {
+		rc = post_receives(s);
+		if (rc)
+			return rc;
 	}
-	say("qp qpn=%u recv_posted=%d recv_len=%zu", id->qp->qp_num, nrecv,
-	    recv_len);
-	if (post_op >= 0) {
-		result = aligned_alloc(64, 64);
-		resmr = result ? ibv_reg_mr(pd, result, 64,
-					    IBV_ACCESS_LOCAL_WRITE) : NULL;
-		if (!resmr) {
+	say("qp qpn=%u recv_posted=%d recv_len=%zu", s->id->qp->qp_num, o->nrecv,
+	    o->recv_len);
+	if (o->post_op >= 0) {
+		s->result = aligned_alloc(64, 64);
+		s->resmr = s->result ? ibv_reg_mr(s->pd, s->result, 64,
+						  IBV_ACCESS_LOCAL_WRITE) : NULL;
+		if (!s->resmr) {
 			say("error step=result_mr errno=%d", errno);
 			return 3;
 		}
-		*result = 0x5a5a5a5a5a5a5a5aull;
+		*s->result = 0x5a5a5a5a5a5a5a5aull;
 	}
+	return 0;
+}
+
+/* accept with the MR's coordinates as text private data */
+static int do_accept(struct server *s)
+{
+	const struct opts *o = s->o;
+	struct rdma_conn_param cp;
+	char pdata[200];
 
 	snprintf(pdata, sizeof(pdata), "rkey=0x%08x addr=0x%" PRIx64 " len=%zu",
-		 mr->rkey, (uint64_t)(uintptr_t)mrp, len);
+		 s->mr->rkey, (uint64_t)(uintptr_t)s->mrp, o->len);
 	memset(&cp, 0, sizeof(cp));
 	cp.private_data = pdata;
 	cp.private_data_len = strlen(pdata) + 1;
-	cp.responder_resources = ird;
-	cp.initiator_depth = ord;
-	if (rdma_accept(id, &cp)) {
+	cp.responder_resources = o->ird;
+	cp.initiator_depth = o->ord;
+	if (rdma_accept(s->id, &cp)) {
 		say("error step=accept errno=%d (%s)", errno, strerror(errno));
 		return 3;
 	}
-	say("accepted ird=%u ord=%u pdata=\"%s\"", ird, ord, pdata);
+	say("accepted ird=%u ord=%u pdata=\"%s\"", o->ird, o->ord, pdata);
+	return 0;
+}
 
-	/* ---- watch */
-	{
-		int afd = id->verbs->async_fd;
-		int fl = fcntl(afd, F_GETFL);
-		uint64_t end = ru_now_ms() + timeout, stop = 0;
+static void drain_events(struct server *s)
+{
+	struct ibv_async_event ae;
+	struct rdma_cm_event *ev;
 
-		fcntl(afd, F_SETFL, fl | O_NONBLOCK);
-		fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
-		for (;;) {
-			struct ibv_async_event ae;
-			struct ibv_wc wc;
-			struct pollfd p[2] = {
-				{ .fd = afd, .events = POLLIN },
-				{ .fd = ch->fd, .events = POLLIN },
-			};
-			uint64_t now = ru_now_ms();
-			int st;
+	while (!ibv_get_async_event(s->id->verbs, &ae)) {
+		s->n_async++;
+		say("async event=%s", ibv_event_type_str(ae.event_type));
+		ibv_ack_async_event(&ae);
+	}
+	while (!rdma_get_cm_event(s->ch, &ev)) {
+		say("cm-event event=%s status=%d", cm_str(ev->event),
+		    ev->status);
+		if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+			s->established = 1;
+			s->est_at = ru_now_ms();
+		}
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+			s->disconnected = 1;
+		rdma_ack_cm_event(ev);
+	}
+}
 
-			while (!ibv_get_async_event(id->verbs, &ae)) {
-				n_async++;
-				say("async event=%s", ibv_event_type_str(ae.event_type));
-				ibv_ack_async_event(&ae);
+static void drain_cqs(struct server *s)
+{
+	const struct opts *o = s->o;
+	struct ibv_wc wc;
+
+	for (int q = 0; q < 2; q++) {
+		struct ibv_cq *cq = q ? s->scq : s->rcq;
+
+		while (ibv_poll_cq(cq, 1, &wc) == 1) {
+			char hex[2 * 32 + 1] = "-";
+
+			s->n_cqe++;
+			if (!q && wc.status == IBV_WC_SUCCESS &&
+			    wc.wr_id >= 100 &&
+			    wc.wr_id < 100 + (uint64_t)o->nrecv) {
+				uint8_t *b = s->rbuf + (wc.wr_id - 100) * o->recv_len;
+				unsigned int k;
+
+				for (k = 0; k < wc.byte_len && k < 32; k++)
+					sprintf(hex + 2 * k, "%02x", b[k]);
 			}
-			while (!rdma_get_cm_event(ch, &ev)) {
-				say("cm-event event=%s status=%d", cm_str(ev->event),
-				    ev->status);
-				if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
-					established = 1;
-					est_at = ru_now_ms();
-				}
-				if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
-					disconnected = 1;
-				rdma_ack_cm_event(ev);
-			}
-			for (int q = 0; q < 2; q++) {
-				struct ibv_cq *cq = q ? scq : rcq;
-
-				while (ibv_poll_cq(cq, 1, &wc) == 1) {
-					char hex[2 * 32 + 1] = "-";
-
-					n_cqe++;
-					if (!q && wc.status == IBV_WC_SUCCESS &&
-					    wc.wr_id >= 100 &&
-					    wc.wr_id < 100 + (uint64_t)nrecv) {
-						uint8_t *b = rbuf + (wc.wr_id - 100) * recv_len;
-						unsigned int k;
-
-						for (k = 0; k < wc.byte_len && k < 32; k++)
-							sprintf(hex + 2 * k, "%02x", b[k]);
-					}
-					say("cqe cq=%s wr_id=%" PRIu64 " status=%s opcode=%d byte_len=%u wc_flags=0x%x with_imm=%d imm=0x%08x data=%s",
-					    q ? "send" : "recv", wc.wr_id,
-					    ibv_wc_status_str(wc.status), wc.opcode,
-					    wc.byte_len, wc.wc_flags,
-					    !!(wc.wc_flags & IBV_WC_WITH_IMM),
-					    ntohl(wc.imm_data), hex);
-				}
-			}
-			if (post_op >= 0 && !posted && established &&
-			    now >= est_at + post_delay) {
-				struct ibv_sge sge = {
-					.addr = (uintptr_t)result, .length = 8,
-					.lkey = resmr->lkey,
-				};
-				struct ibv_send_wr wr = {
-					.wr_id = 1, .sg_list = &sge, .num_sge = 1,
-					.opcode = post_op,
-					.send_flags = IBV_SEND_SIGNALED,
-				}, *badwr;
-				int prc;
-
-				wr.wr.atomic.remote_addr = post_raddr;
-				wr.wr.atomic.rkey = post_rkey;
-				wr.wr.atomic.compare_add = post_a;
-				wr.wr.atomic.swap = post_b;
-				prc = ibv_post_send(id->qp, &wr, &badwr);
-				posted = 1;
-				say("post op=%s rc=%d%s%s rkey=0x%x raddr=0x%" PRIx64,
-				    post_op == IBV_WR_ATOMIC_FETCH_AND_ADD ?
-				    "fadd" : "cswap", prc, prc ? " err=" : "",
-				    prc ? strerror(prc < 0 ? -prc : prc) : "",
-				    post_rkey, post_raddr);
-			}
-			st = ru_qp_state(id->qp);
-			if (!qp_err && st == IBV_QPS_ERR) {
-				qp_err = 1;
-				say("qp-state state=ERR after_ms=%" PRIu64, now - t0);
-			}
-			if (!stop && (qp_err || disconnected))
-				stop = now + linger;
-			if (stop && now >= stop)
-				break;
-			if (!stop && now >= end) {
-				say("timeout qp_state=%s after_ms=%" PRIu64,
-				    ru_qp_state_str(st), now - t0);
-				break;
-			}
-			poll(p, 2, 50);
+			say("cqe cq=%s wr_id=%" PRIu64 " status=%s opcode=%d byte_len=%u wc_flags=0x%x with_imm=%d imm=0x%08x data=%s",
+			    q ? "send" : "recv", wc.wr_id,
+			    ibv_wc_status_str(wc.status), wc.opcode,
+			    wc.byte_len, wc.wc_flags,
+			    !!(wc.wc_flags & IBV_WC_WITH_IMM),
+			    ntohl(wc.imm_data), hex);
 		}
 	}
+}
 
-	/* ---- verdict */
-	{
-		size_t k, first = (size_t)-1, ndiff = 0;
+/* --post-fadd / --post-cswap: one atomic to the peer */
+static void post_atomic(struct server *s)
+{
+	const struct opts *o = s->o;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)s->result, .length = 8,
+		.lkey = s->resmr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1,
+		.opcode = o->post_op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *badwr;
+	int prc;
 
-		for (k = 0; k < area_len; k++)
-			if (area[k] != want[k]) {
-				if (first == (size_t)-1)
-					first = k;
-				ndiff++;
-			}
-		mem_bad = ndiff != 0;
-		for (i = 0; i < nexps; i++) {
-			uint64_t v = 0;
+	wr.wr.atomic.remote_addr = o->post_raddr;
+	wr.wr.atomic.rkey = o->post_rkey;
+	wr.wr.atomic.compare_add = o->post_a;
+	wr.wr.atomic.swap = o->post_b;
+	prc = ibv_post_send(s->id->qp, &wr, &badwr);
+	s->posted = 1;
+	say("post op=%s rc=%d%s%s rkey=0x%x raddr=0x%" PRIx64,
+	    o->post_op == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+	    "fadd" : "cswap", prc, prc ? " err=" : "",
+	    prc ? strerror(prc < 0 ? -prc : prc) : "",
+	    o->post_rkey, o->post_raddr);
+}
 
-			memcpy(&v, mrp + exps[i].off,
-			       exps[i].n < 8 ? exps[i].n : 8);
-			say("value off=%" PRIu64 " u64=0x%016" PRIx64,
-			    exps[i].off, v);
+/* Record everything until the QP leaves RTS (plus --linger) or the time
+ * is up. */
+static void watch(struct server *s)
+{
+	const struct opts *o = s->o;
+	int afd = s->id->verbs->async_fd;
+	int fl = fcntl(afd, F_GETFL);
+	uint64_t end = ru_now_ms() + o->timeout, stop = 0;
+
+	fcntl(afd, F_SETFL, fl | O_NONBLOCK);
+	fcntl(s->ch->fd, F_SETFL, fcntl(s->ch->fd, F_GETFL) | O_NONBLOCK);
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = afd, .events = POLLIN },
+			{ .fd = s->ch->fd, .events = POLLIN },
+		};
+		uint64_t now = ru_now_ms();
+		int st;
+
+		drain_events(s);
+		drain_cqs(s);
+		if (o->post_op >= 0 && !s->posted && s->established &&
+		    now >= s->est_at + o->post_delay)
+			post_atomic(s);
+		st = ru_qp_state(s->id->qp);
+		if (!s->qp_err && st == IBV_QPS_ERR) {
+			s->qp_err = 1;
+			say("qp-state state=ERR after_ms=%" PRIu64, now - s->t0);
 		}
-		if (!mem_bad) {
-			say("mem ok bytes=%zu expected_changes=%d", area_len, nexps);
-		} else {
-			long off = (long)first - PAGE;
-			const char *where = off < 0 ? "guard-before" :
-				(size_t)off >= len ? "guard-after" : "mr";
-			char g[33] = "", w[33] = "";
-
-			for (k = 0; k < 16 && first + k < area_len; k++) {
-				sprintf(g + 2 * k, "%02x", area[first + k]);
-				sprintf(w + 2 * k, "%02x", want[first + k]);
-			}
-			say("mem changed ndiff=%zu first_mr_off=%ld where=%s got=%s want=%s",
-			    ndiff, off, where, g, w);
+		if (!stop && (s->qp_err || s->disconnected))
+			stop = now + o->linger;
+		if (stop && now >= stop)
+			break;
+		if (!stop && now >= end) {
+			say("timeout qp_state=%s after_ms=%" PRIu64,
+			    ru_qp_state_str(st), now - s->t0);
+			break;
 		}
+		poll(p, 2, 50);
 	}
-	if (result)
-		say("result u64=0x%016" PRIx64, *result);
+}
+
+/* Compare the whole area, guards included; returns 1 if it differs. */
+static int verdict(struct server *s)
+{
+	const struct opts *o = s->o;
+	size_t k, first = (size_t)-1, ndiff = 0;
+	int i;
+
+	for (k = 0; k < s->area_len; k++)
+		if (s->area[k] != s->want[k]) {
+			if (first == (size_t)-1)
+				first = k;
+			ndiff++;
+		}
+	for (i = 0; i < o->nexps; i++) {
+		uint64_t v = 0;
+
+		memcpy(&v, s->mrp + o->exps[i].off,
+		       o->exps[i].n < 8 ? o->exps[i].n : 8);
+		say("value off=%" PRIu64 " u64=0x%016" PRIx64,
+		    o->exps[i].off, v);
+	}
+	if (!ndiff) {
+		say("mem ok bytes=%zu expected_changes=%d", s->area_len, o->nexps);
+	} else {
+		long off = (long)first - PAGE;
+		const char *where = off < 0 ? "guard-before" :
+			(size_t)off >= o->len ? "guard-after" : "mr";
+		char g[33] = "", w[33] = "";
+
+		for (k = 0; k < 16 && first + k < s->area_len; k++) {
+			sprintf(g + 2 * k, "%02x", s->area[first + k]);
+			sprintf(w + 2 * k, "%02x", s->want[first + k]);
+		}
+		say("mem changed ndiff=%zu first_mr_off=%ld where=%s got=%s want=%s",
+		    ndiff, off, where, g, w);
+	}
+	return ndiff != 0;
+}
+
+static void teardown(struct server *s)
+{
+	rdma_disconnect(s->id);
+	rdma_destroy_qp(s->id);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->rmr)
+		ibv_dereg_mr(s->rmr);
+	if (s->resmr)
+		ibv_dereg_mr(s->resmr);
+	free(s->result);
+	ibv_destroy_cq(s->scq);
+	ibv_destroy_cq(s->rcq);
+	if (s->pdm != s->pd)
+		ibv_dealloc_pd(s->pdm);
+	ibv_dealloc_pd(s->pd);
+	rdma_destroy_id(s->id);
+	rdma_destroy_id(s->lid);
+	rdma_destroy_event_channel(s->ch);
+	rdma_destroy_event_channel(s->lch);
+	munmap(s->area, s->area_len);
+	free(s->want);
+	free(s->rbuf);
+}
+
+int main(int argc, char **argv)
+{
+	static struct opts o = {
+		.port = -1, .nrecv = 4, .len = 4096, .recv_len = 256,
+		.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+		.ird = 16, .ord = 16, .timeout = 20000, .linger = 700,
+		.post_op = -1, .ready_fd = -1, .post_delay = 300,
+		.post_raddr = 0x1000, .post_rkey = 0x1234,
+	};
+	struct server s = { .o = &o };
+	int mem_bad, rc;
+
+	o.addr = ru_addr0();
+	o.dev = ru_env("SIWX_DEV0", "siw0");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	parse_opts(&o, argc, argv);
+	if (o.caps_only)
+		return print_caps(o.dev);
+	check_opts(&o);
+
+	rc = do_listen(&s);
+	if (!rc)
+		rc = wait_connect_request(&s);
+	if (!rc)
+		rc = setup_resources(&s);
+	if (!rc)
+		rc = do_accept(&s);
+	if (rc)
+		return rc;
+	watch(&s);
+	mem_bad = verdict(&s);
+	if (s.result)
+		say("result u64=0x%016" PRIx64, *s.result);
 	say("end established=%d disconnected=%d qp_err=%d qp_state=%s async=%d cqes=%d result=%s",
-	    established, disconnected, qp_err,
-	    ru_qp_state_str(ru_qp_state(id->qp)), n_async, n_cqe,
+	    s.established, s.disconnected, s.qp_err,
+	    ru_qp_state_str(ru_qp_state(s.id->qp)), s.n_async, s.n_cqe,
 	    mem_bad ? "mem-changed" : "mem-ok");
-
-	rdma_disconnect(id);
-	rdma_destroy_qp(id);
-	if (mr)
-		ibv_dereg_mr(mr);
-	if (rmr)
-		ibv_dereg_mr(rmr);
-	if (resmr)
-		ibv_dereg_mr(resmr);
-	free(result);
-	ibv_destroy_cq(scq);
-	ibv_destroy_cq(rcq);
-	if (pdm != pd)
-		ibv_dealloc_pd(pdm);
-	ibv_dealloc_pd(pd);
-	rdma_destroy_id(id);
-	rdma_destroy_id(lid);
-	rdma_destroy_event_channel(ch);
-	rdma_destroy_event_channel(lch);
-	munmap(area, area_len);
-	free(want);
-	free(rbuf);
-	rc = mem_bad ? 1 : 0;
-	return rc;
+	teardown(&s);
+	return mem_bad ? 1 : 0;
 }
