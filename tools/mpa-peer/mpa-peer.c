@@ -34,22 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MPA_KEY_REQ	"MPA ID Req Frame"
-#define MPA_KEY_REP	"MPA ID Rep Frame"
-#define MPA_FLAG_M	0x80
-#define MPA_FLAG_C	0x40
-#define MPA_FLAG_R	0x20
-#define MPA_FLAG_S	0x10
-#define MPA_MAX_PD	512
-
-#define V2_IRD_A	0x8000	/* peer-to-peer */
-#define V2_IRD_B	0x4000	/* zero-length Send RTR */
-#define V2_ORD_C	0x8000	/* zero-length Write RTR */
-#define V2_ORD_D	0x4000	/* zero-length Read RTR */
-#define V2_MASK		0x3fff
-
-#define DDP_T		0x80
-#define DDP_L		0x40
+#include <siwx/wire.h>
 
 #define MAX_VARS	64
 #define MAX_TOK		64
@@ -116,7 +101,7 @@ static void crc32c_init(void)
 	for (i = 0; i < 256; i++) {
 		c = i;
 		for (k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+			c = c & 1 ? (c >> 1) ^ SIWX_MPA_CRC32C_POLY : c >> 1;
 		crc_table[i] = c;
 	}
 }
@@ -124,7 +109,7 @@ static void crc32c_init(void)
 /* CRC32c (Castagnoli) as MPA uses it: init ~0, reflected, final ~ */
 static uint32_t crc32c(const uint8_t *p, size_t n)
 {
-	uint32_t c = 0xffffffffu;
+	uint32_t c = SIWX_MPA_CRC32C_INIT;
 
 	while (n--)
 		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
@@ -183,6 +168,18 @@ static uint32_t rd32(const uint8_t *p)
 static uint64_t rd64(const uint8_t *p)
 {
 	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
+}
+
+/* v placed in the bits of mask (the kernel's FIELD_PREP) */
+static uint32_t field_prep(uint32_t mask, uint64_t v)
+{
+	return (uint32_t)(v << __builtin_ctz(mask)) & mask;
+}
+
+/* MPA pad bytes after n bytes of length field and ULPDU */
+static size_t mpa_pad(size_t n)
+{
+	return (SIWX_MPA_PAD_ALIGN - n % SIWX_MPA_PAD_ALIGN) % SIWX_MPA_PAD_ALIGN;
 }
 
 /* ---------------------------------------------------------------- vars */
@@ -416,7 +413,7 @@ static struct {
 	int fd;
 	int crc;		/* CRC negotiated (reply's C flag) */
 	int crc_req;		/* CRC requested */
-	uint32_t msn[4];	/* next MSN per untagged queue we send on */
+	uint32_t msn[SIWX_DDP_QN_COUNT];	/* next MSN per untagged queue we send on */
 	uint32_t reqid;		/* next atomic request id */
 	uint8_t rx[RXBUF];
 	size_t rxlen;
@@ -469,22 +466,22 @@ static void tx_queue(const uint8_t *p, size_t n)
 
 static const char *opname(unsigned int op)
 {
-	static const char *const n[16] = {
+	static const char *const n[SIWX_RDMAP_MASK_OPCODE + 1] = {
 		"write", "read_req", "read_resp", "send", "send_inv",
 		"send_se", "send_se_inv", "term", "imm", "imm_se",
 		"atomic_req", "atomic_resp", "op_c", "op_d", "op_e", "op_f"
 	};
-	return n[op & 15];
+	return n[op & SIWX_RDMAP_MASK_OPCODE];
 }
 
 static size_t att_rdmap_len(unsigned int op)
 {
 	switch (op) {
-	case 0x1: return 28;
-	case 0xa: return 52;
-	case 0xb: return 12;
-	case 0x7: return 4;
-	case 0x8: case 0x9: return 8;
+	case SIWX_RDMAP_OP_READ_REQ: return SIWX_RDMAP_READ_REQ_SIZE;
+	case SIWX_RDMAP_OP_ATOMIC_REQ: return SIWX_RDMAP_ATOMIC_REQ_SIZE;
+	case SIWX_RDMAP_OP_ATOMIC_RESP: return SIWX_RDMAP_ATOMIC_RESP_SIZE;
+	case SIWX_RDMAP_OP_TERMINATE: return SIWX_RDMAP_TERM_CTRL_SIZE;
+	case SIWX_RDMAP_OP_IMM: case SIWX_RDMAP_OP_IMM_SE: return SIWX_RDMAP_IMM_SIZE;
 	default: return 0;
 	}
 }
@@ -502,86 +499,100 @@ static void print_fpdu(const uint8_t *p, size_t len, const char *crcs)
 			o = sizeof(line) - 1;				\
 	} while (0)
 	S.rx_fpdus++;
-	if (len < 2) {
+	if (len < SIWX_DDP_CTRL_SIZE) {
 		hexstr(hex, sizeof(hex), p, len);
 		out("rx short len=%zu bytes=%s crc=%s\n", len, hex, crcs);
 		return;
 	}
 	c0 = p[0];
 	c1 = p[1];
-	op = c1 & 15;
+	op = c1 & SIWX_RDMAP_MASK_OPCODE;
 	if (want_op == 0x100 || (int)op == want_op)
 		got_want = 1;
 	set_var("rx_opcode", 9, op);
 	ADD("rx opcode=0x%x %s len=%zu t=%d l=%d dv=%u rv=%u", op, opname(op),
-	    len, !!(c0 & DDP_T), !!(c0 & DDP_L), c0 & 3, c1 >> 6);
-	if (c0 & DDP_T) {
-		if (len < 14) {
+	    len, !!(c0 & SIWX_DDP_FLAG_T), !!(c0 & SIWX_DDP_FLAG_L),
+	    c0 & SIWX_DDP_MASK_DV, c1 >> SIWX_RDMAP_RV_SHIFT);
+	if (c0 & SIWX_DDP_FLAG_T) {
+		if (len < SIWX_DDP_TAGGED_HDR_SIZE) {
 			ADD(" truncated=1");
 			goto done;
 		}
-		ADD(" stag=0x%08x to=0x%" PRIx64, rd32(p + 2), rd64(p + 6));
-		set_var("rx_stag", 7, rd32(p + 2));
-		set_var("rx_to", 5, rd64(p + 6));
-		hl = 14;
+		ADD(" stag=0x%08x to=0x%" PRIx64, rd32(p + SIWX_DDP_OFF_STAG),
+		    rd64(p + SIWX_DDP_OFF_TO));
+		set_var("rx_stag", 7, rd32(p + SIWX_DDP_OFF_STAG));
+		set_var("rx_to", 5, rd64(p + SIWX_DDP_OFF_TO));
+		hl = SIWX_DDP_TAGGED_HDR_SIZE;
 	} else {
-		if (len < 18) {
+		if (len < SIWX_DDP_UNTAGGED_HDR_SIZE) {
 			ADD(" truncated=1");
 			goto done;
 		}
-		ADD(" qn=%u msn=%u mo=%u inval=0x%08x", rd32(p + 6),
-		    rd32(p + 10), rd32(p + 14), rd32(p + 2));
-		set_var("rx_qn", 5, rd32(p + 6));
-		set_var("rx_msn", 6, rd32(p + 10));
-		hl = 18;
+		ADD(" qn=%u msn=%u mo=%u inval=0x%08x", rd32(p + SIWX_DDP_OFF_QN),
+		    rd32(p + SIWX_DDP_OFF_MSN), rd32(p + SIWX_DDP_OFF_MO),
+		    rd32(p + SIWX_DDP_OFF_INVAL_STAG));
+		set_var("rx_qn", 5, rd32(p + SIWX_DDP_OFF_QN));
+		set_var("rx_msn", 6, rd32(p + SIWX_DDP_OFF_MSN));
+		hl = SIWX_DDP_UNTAGGED_HDR_SIZE;
 	}
 	p += hl;
 	len -= hl;
-	if (op == 0x7 && !(c0 & DDP_T) && len >= 4) {
-		unsigned int l = p[0] >> 4, e = p[0] & 15, code = p[1];
-		unsigned int f = p[2];
+	if (op == SIWX_RDMAP_OP_TERMINATE && !(c0 & SIWX_DDP_FLAG_T) &&
+	    len >= SIWX_RDMAP_TERM_CTRL_SIZE) {
+		unsigned int l = p[SIWX_TERM_OFF_LAYER_ETYPE] >> SIWX_TERM_LAYER_SHIFT;
+		unsigned int e = p[SIWX_TERM_OFF_LAYER_ETYPE] & SIWX_TERM_ETYPE_MASK;
+		unsigned int code = p[SIWX_TERM_OFF_ECODE];
+		unsigned int f = p[SIWX_TERM_OFF_FLAGS];
 		char hd[4] = "", *h = hd;
 
 		S.terms++;
-		if (f & 0x80)
+		if (f & SIWX_TERM_FLAG_M)
 			*h++ = 'M';
-		if (f & 0x40)
+		if (f & SIWX_TERM_FLAG_D)
 			*h++ = 'D';
-		if (f & 0x20)
+		if (f & SIWX_TERM_FLAG_R)
 			*h++ = 'R';
 		*h = 0;
 		ADD(" layer=%u etype=%u code=0x%02x hdrs=%s ctrl=%02x%02x%02x%02x",
 		    l, e, code, hd[0] ? hd : "-", p[0], p[1], p[2], p[3]);
-		p += 4;
-		len -= 4;
-		if ((f & 0x80) && len >= 2) {
+		p += SIWX_RDMAP_TERM_CTRL_SIZE;
+		len -= SIWX_RDMAP_TERM_CTRL_SIZE;
+		if ((f & SIWX_TERM_FLAG_M) && len >= SIWX_TERM_SEGLEN_SIZE) {
 			ADD(" att_seglen=%u", rd16(p));
-			p += 2;
-			len -= 2;
+			p += SIWX_TERM_SEGLEN_SIZE;
+			len -= SIWX_TERM_SEGLEN_SIZE;
 		}
-		if ((f & 0x40) && len >= 2) {
-			unsigned int a0 = p[0], a1 = p[1], aop = a1 & 15;
+		if ((f & SIWX_TERM_FLAG_D) && len >= SIWX_DDP_CTRL_SIZE) {
+			unsigned int a0 = p[0], a1 = p[1];
+			unsigned int aop = a1 & SIWX_RDMAP_MASK_OPCODE;
 
-			ADD(" att_t=%d att_l=%d att_opcode=0x%x", !!(a0 & DDP_T),
-			    !!(a0 & DDP_L), aop);
-			if ((a0 & DDP_T) && len >= 14) {
+			ADD(" att_t=%d att_l=%d att_opcode=0x%x", !!(a0 & SIWX_DDP_FLAG_T),
+			    !!(a0 & SIWX_DDP_FLAG_L), aop);
+			if ((a0 & SIWX_DDP_FLAG_T) &&
+			    len >= SIWX_DDP_TAGGED_HDR_SIZE) {
 				ADD(" att_stag=0x%08x att_to=0x%" PRIx64,
-				    rd32(p + 2), rd64(p + 6));
-				p += 14;
-				len -= 14;
-			} else if (!(a0 & DDP_T) && len >= 18) {
+				    rd32(p + SIWX_DDP_OFF_STAG),
+				    rd64(p + SIWX_DDP_OFF_TO));
+				p += SIWX_DDP_TAGGED_HDR_SIZE;
+				len -= SIWX_DDP_TAGGED_HDR_SIZE;
+			} else if (!(a0 & SIWX_DDP_FLAG_T) &&
+				   len >= SIWX_DDP_UNTAGGED_HDR_SIZE) {
 				ADD(" att_qn=%u att_msn=%u att_mo=%u",
-				    rd32(p + 6), rd32(p + 10), rd32(p + 14));
-				p += 18;
-				len -= 18;
+				    rd32(p + SIWX_DDP_OFF_QN),
+				    rd32(p + SIWX_DDP_OFF_MSN),
+				    rd32(p + SIWX_DDP_OFF_MO));
+				p += SIWX_DDP_UNTAGGED_HDR_SIZE;
+				len -= SIWX_DDP_UNTAGGED_HDR_SIZE;
 			} else {
 				ADD(" att_truncated=1");
 			}
-			if ((f & 0x20) && len) {
+			if ((f & SIWX_TERM_FLAG_R) && len) {
 				hl = att_rdmap_len(aop);
-				if (hl && hl <= len && aop == 0xa)
+				if (hl && hl <= len && aop == SIWX_RDMAP_OP_ATOMIC_REQ)
 					ADD(" att_aop=%u att_reqid=0x%x",
-					    rd32(p) & 15, rd32(p + 4));
+					    rd32(p + SIWX_AREQ_OFF_AOPCODE) &
+					    SIWX_AREQ_AOPCODE_MASK,
+					    rd32(p + SIWX_AREQ_OFF_REQ_ID));
 			}
 		}
 		hexstr(hex, sizeof(hex), p, len);
@@ -589,49 +600,61 @@ static void print_fpdu(const uint8_t *p, size_t len, const char *crcs)
 		goto done;
 	}
 	switch (op) {
-	case 0xb:
-		if (len >= 12) {
-			ADD(" reqid=0x%x value=0x%016" PRIx64, rd32(p),
-			    rd64(p + 4));
-			set_var("rx_reqid", 8, rd32(p));
-			set_var("rx_value", 8, rd64(p + 4));
-			p += 12;
-			len -= 12;
+	case SIWX_RDMAP_OP_ATOMIC_RESP:
+		if (len >= SIWX_RDMAP_ATOMIC_RESP_SIZE) {
+			ADD(" reqid=0x%x value=0x%016" PRIx64,
+			    rd32(p + SIWX_ARESP_OFF_REQ_ID),
+			    rd64(p + SIWX_ARESP_OFF_VALUE));
+			set_var("rx_reqid", 8, rd32(p + SIWX_ARESP_OFF_REQ_ID));
+			set_var("rx_value", 8, rd64(p + SIWX_ARESP_OFF_VALUE));
+			p += SIWX_RDMAP_ATOMIC_RESP_SIZE;
+			len -= SIWX_RDMAP_ATOMIC_RESP_SIZE;
 		}
 		break;
-	case 0x1:
-		if (len >= 28) {
+	case SIWX_RDMAP_OP_READ_REQ:
+		if (len >= SIWX_RDMAP_READ_REQ_SIZE) {
 			ADD(" sink_stag=0x%08x sink_to=0x%" PRIx64
 			    " size=%u src_stag=0x%08x src_to=0x%" PRIx64,
-			    rd32(p), rd64(p + 4), rd32(p + 12), rd32(p + 16),
-			    rd64(p + 20));
-			set_var("rx_sink_stag", 12, rd32(p));
-			set_var("rx_sink_to", 10, rd64(p + 4));
-			set_var("rx_size", 7, rd32(p + 12));
-			p += 28;
-			len -= 28;
+			    rd32(p + SIWX_RREQ_OFF_SINK_STAG),
+			    rd64(p + SIWX_RREQ_OFF_SINK_TO),
+			    rd32(p + SIWX_RREQ_OFF_SIZE),
+			    rd32(p + SIWX_RREQ_OFF_SRC_STAG),
+			    rd64(p + SIWX_RREQ_OFF_SRC_TO));
+			set_var("rx_sink_stag", 12,
+				rd32(p + SIWX_RREQ_OFF_SINK_STAG));
+			set_var("rx_sink_to", 10, rd64(p + SIWX_RREQ_OFF_SINK_TO));
+			set_var("rx_size", 7, rd32(p + SIWX_RREQ_OFF_SIZE));
+			p += SIWX_RDMAP_READ_REQ_SIZE;
+			len -= SIWX_RDMAP_READ_REQ_SIZE;
 		}
 		break;
-	case 0xa:
-		if (len >= 52) {
+	case SIWX_RDMAP_OP_ATOMIC_REQ:
+		if (len >= SIWX_RDMAP_ATOMIC_REQ_SIZE) {
+			unsigned int aop = rd32(p + SIWX_AREQ_OFF_AOPCODE) &
+					   SIWX_AREQ_AOPCODE_MASK;
+
 			ADD(" aop=%u reqid=0x%x astag=0x%08x ato=0x%" PRIx64
 			    " add=0x%" PRIx64 " addmask=0x%" PRIx64
 			    " cmp=0x%" PRIx64 " cmpmask=0x%" PRIx64,
-			    rd32(p) & 15, rd32(p + 4), rd32(p + 8),
-			    rd64(p + 12), rd64(p + 20), rd64(p + 28),
-			    rd64(p + 36), rd64(p + 44));
-			set_var("rx_reqid", 8, rd32(p + 4));
-			set_var("rx_aop", 6, rd32(p) & 15);
-			set_var("rx_astag", 8, rd32(p + 8));
-			set_var("rx_ato", 6, rd64(p + 12));
-			set_var("rx_add", 6, rd64(p + 20));
-			set_var("rx_cmp", 6, rd64(p + 36));
-			p += 52;
-			len -= 52;
+			    aop, rd32(p + SIWX_AREQ_OFF_REQ_ID),
+			    rd32(p + SIWX_AREQ_OFF_STAG),
+			    rd64(p + SIWX_AREQ_OFF_TO),
+			    rd64(p + SIWX_AREQ_OFF_ADD_SWAP),
+			    rd64(p + SIWX_AREQ_OFF_ADD_SWAP_MASK),
+			    rd64(p + SIWX_AREQ_OFF_COMPARE),
+			    rd64(p + SIWX_AREQ_OFF_COMPARE_MASK));
+			set_var("rx_reqid", 8, rd32(p + SIWX_AREQ_OFF_REQ_ID));
+			set_var("rx_aop", 6, aop);
+			set_var("rx_astag", 8, rd32(p + SIWX_AREQ_OFF_STAG));
+			set_var("rx_ato", 6, rd64(p + SIWX_AREQ_OFF_TO));
+			set_var("rx_add", 6, rd64(p + SIWX_AREQ_OFF_ADD_SWAP));
+			set_var("rx_cmp", 6, rd64(p + SIWX_AREQ_OFF_COMPARE));
+			p += SIWX_RDMAP_ATOMIC_REQ_SIZE;
+			len -= SIWX_RDMAP_ATOMIC_REQ_SIZE;
 		}
 		break;
-	case 0x8: case 0x9:
-		if (len == 8)
+	case SIWX_RDMAP_OP_IMM: case SIWX_RDMAP_OP_IMM_SE:
+		if (len == SIWX_RDMAP_IMM_SIZE)
 			ADD(" imm=0x%016" PRIx64, rd64(p));
 		break;
 	}
@@ -651,23 +674,24 @@ static void rx_parse(void)
 	const char *crcs;
 
 	for (;;) {
-		if (S.rxlen - off < 2)
+		if (S.rxlen - off < SIWX_MPA_HDR_SIZE)
 			break;
 		ulen = rd16(S.rx + off);
-		pad = (4 - (2 + ulen) % 4) % 4;
-		flen = 2 + ulen + pad + 4;
+		pad = mpa_pad(SIWX_MPA_HDR_SIZE + ulen);
+		flen = SIWX_MPA_HDR_SIZE + ulen + pad + SIWX_MPA_CRC_SIZE;
 		if (S.rxlen - off < flen)
 			break;
 		if (S.crc) {
-			uint32_t want = crc32c(S.rx + off, 2 + ulen + pad);
+			uint32_t want = crc32c(S.rx + off,
+					       SIWX_MPA_HDR_SIZE + ulen + pad);
 
-			crcs = get_crc(S.rx + off + 2 + ulen + pad) == want ?
-				"ok" : "bad";
+			crcs = get_crc(S.rx + off + SIWX_MPA_HDR_SIZE + ulen +
+				       pad) == want ? "ok" : "bad";
 		} else {
-			crcs = get_crc(S.rx + off + 2 + ulen + pad) ? "nonzero" :
-				"none";
+			crcs = get_crc(S.rx + off + SIWX_MPA_HDR_SIZE + ulen +
+				       pad) ? "nonzero" : "none";
 		}
-		print_fpdu(S.rx + off + 2, ulen, crcs);
+		print_fpdu(S.rx + off + SIWX_MPA_HDR_SIZE, ulen, crcs);
 		off += flen;
 	}
 	memmove(S.rx, S.rx + off, S.rxlen - off);
@@ -779,43 +803,47 @@ static void emit(struct step *st, int opcode)
 {
 	static uint8_t buf[MAX_FRAME];
 	uint64_t l, dv, rv, t, ctrl, v;
-	size_t n = 2, ulen, pad, i;
+	uint8_t *d;
+	size_t n, ulen, pad, i;
 	const char *crcs;
 
 	nget(st, "l", 1, &l);
-	nget(st, "dv", 1, &dv);
-	nget(st, "rv", 1, &rv);
+	nget(st, "dv", SIWX_DDP_VERSION, &dv);
+	nget(st, "rv", SIWX_RDMAP_VERSION, &rv);
 	nget(st, "t", F.tagged, &t);
-	F.ctrl0 = (t ? DDP_T : 0) | (l ? DDP_L : 0) | (dv & 3);
-	F.ctrl1 = (rv & 3) << 6 | (opcode & 15);
+	F.ctrl0 = (t ? SIWX_DDP_FLAG_T : 0) | (l ? SIWX_DDP_FLAG_L : 0) |
+		  (dv & SIWX_DDP_MASK_DV);
+	F.ctrl1 = ((rv << SIWX_RDMAP_RV_SHIFT) & SIWX_RDMAP_MASK_RV) |
+		  (opcode & SIWX_RDMAP_MASK_OPCODE);
 	if (nget(st, "ctrl", 0, &ctrl)) {
 		F.ctrl0 = ctrl >> 8;
 		F.ctrl1 = ctrl;
 	}
-	buf[2] = F.ctrl0;
-	buf[3] = F.ctrl1;
-	n = 4;
+	d = buf + SIWX_MPA_HDR_SIZE;
+	d[0] = F.ctrl0;
+	d[1] = F.ctrl1;
 	if (F.tagged) {
-		be32(buf + n, F.stag);
-		be64(buf + n + 4, F.to);
-		n += 12;
+		be32(d + SIWX_DDP_OFF_STAG, F.stag);
+		be64(d + SIWX_DDP_OFF_TO, F.to);
+		n = SIWX_FPDU_TAGGED_HDR_SIZE;
 	} else {
-		be32(buf + n, F.inval);
-		be32(buf + n + 4, F.qn);
-		be32(buf + n + 8, F.msn);
-		be32(buf + n + 12, F.mo);
-		n += 16;
+		be32(d + SIWX_DDP_OFF_INVAL_STAG, F.inval);
+		be32(d + SIWX_DDP_OFF_QN, F.qn);
+		be32(d + SIWX_DDP_OFF_MSN, F.msn);
+		be32(d + SIWX_DDP_OFF_MO, F.mo);
+		n = SIWX_FPDU_UNTAGGED_HDR_SIZE;
 	}
-	if (n + F.hdrlen + F.datalen + 8 > sizeof(buf))
+	/* (room for the largest pad= and the CRC) */
+	if (n + F.hdrlen + F.datalen + 7 + SIWX_MPA_CRC_SIZE > sizeof(buf))
 		die(2, "step '%s': frame too large", st->text);
 	memcpy(buf + n, F.hdr, F.hdrlen);
 	n += F.hdrlen;
 	memcpy(buf + n, F.data, F.datalen);
 	n += F.datalen;
-	ulen = n - 2;
+	ulen = n - SIWX_MPA_HDR_SIZE;
 	nget(st, "mpalen", ulen, &v);
 	be16(buf, v);
-	pad = (4 - n % 4) % 4;
+	pad = mpa_pad(n);
 	if (nget(st, "pad", pad, &v))
 		pad = v & 7;
 	for (i = 0; i < pad; i++)
@@ -832,7 +860,7 @@ static void emit(struct step *st, int opcode)
 			die(2, "step '%s': bad crc=%s", st->text, crcs);
 	}
 	put_crc(buf + n, v);
-	n += 4;
+	n += SIWX_MPA_CRC_SIZE;
 	if (nget(st, "trunc", n, &v) && v < n)
 		n = v;
 	step_done(st);
@@ -868,9 +896,9 @@ static void untagged(struct step *st, uint32_t dqn)
 	F.tagged = 0;
 	nget(st, "qn", dqn, &v);
 	F.qn = v;
-	q = F.qn < 4 ? F.qn : 0;
-	if (!nget(st, "msn", S.msn[q], &v) && F.qn >= 4)
-		v = 1;
+	q = F.qn < SIWX_DDP_QN_COUNT ? F.qn : SIWX_DDP_QN_SEND;
+	if (!nget(st, "msn", S.msn[q], &v) && F.qn >= SIWX_DDP_QN_COUNT)
+		v = SIWX_DDP_MSN_FIRST;
 	F.msn = v;
 	nget(st, "mo", 0, &v);
 	F.mo = v;
@@ -881,7 +909,7 @@ static void untagged(struct step *st, uint32_t dqn)
 /* advance the MSN counter of the queue an untagged last segment went to */
 static void untagged_sent(uint64_t last)
 {
-	if (!F.tagged && last && F.qn < 4)
+	if (!F.tagged && last && F.qn < SIWX_DDP_QN_COUNT)
 		S.msn[F.qn]++;
 }
 
@@ -911,82 +939,88 @@ static int run_fpdu_step(struct step *st)
 		has_op = nget(st, "opcode", 0, &op);
 		if (!strcmp(c, "send")) {
 			nget(st, "se", 0, &se);
-			untagged(st, 0);
-			if (!has_op)
-				op = (se ? 0x5 : 0x3) + (F.inval ? 1 : 0);
+			untagged(st, SIWX_DDP_QN_SEND);
+			if (!has_op && F.inval)
+				op = se ? SIWX_RDMAP_OP_SEND_SE_INV :
+					  SIWX_RDMAP_OP_SEND_INV;
+			else if (!has_op)
+				op = se ? SIWX_RDMAP_OP_SEND_SE : SIWX_RDMAP_OP_SEND;
 			get_data(st);
 		} else if (!strcmp(c, "write")) {
 			tagged(st, 0, 0);
 			if (!has_op)
-				op = 0x0;
+				op = SIWX_RDMAP_OP_WRITE;
 			get_data(st);
 		} else if (!strcmp(c, "read_resp")) {
 			tagged(st, 0, 0);
 			if (!has_op)
-				op = 0x2;
+				op = SIWX_RDMAP_OP_READ_RESP;
 			get_data(st);
 		} else if (!strcmp(c, "read_req")) {
-			untagged(st, 1);
+			untagged(st, SIWX_DDP_QN_READ_REQ);
 			if (!has_op)
-				op = 0x1;
+				op = SIWX_RDMAP_OP_READ_REQ;
 			nget(st, "sink_stag", 0, &v);
-			be32(F.hdr, v);
+			be32(F.hdr + SIWX_RREQ_OFF_SINK_STAG, v);
 			nget(st, "sink_to", 0, &v);
-			be64(F.hdr + 4, v);
+			be64(F.hdr + SIWX_RREQ_OFF_SINK_TO, v);
 			nget(st, "size", 0, &v);
-			be32(F.hdr + 12, v);
+			be32(F.hdr + SIWX_RREQ_OFF_SIZE, v);
 			nget(st, "src_stag", 0, &v);
-			be32(F.hdr + 16, v);
+			be32(F.hdr + SIWX_RREQ_OFF_SRC_STAG, v);
 			nget(st, "src_to", 0, &v);
-			be64(F.hdr + 20, v);
-			F.hdrlen = 28;
+			be64(F.hdr + SIWX_RREQ_OFF_SRC_TO, v);
+			F.hdrlen = SIWX_RDMAP_READ_REQ_SIZE;
 			get_data(st);
 		} else if (!strcmp(c, "atomic")) {
 			uint64_t aop, rsvd;
 
-			untagged(st, 1);
+			untagged(st, SIWX_DDP_QN_READ_REQ);
 			if (!has_op)
-				op = 0xa;
+				op = SIWX_RDMAP_OP_ATOMIC_REQ;
 			nget(st, "aop", 0, &aop);
 			nget(st, "rsvd", 0, &rsvd);
-			be32(F.hdr, (uint32_t)(rsvd << 4) | (aop & 15));
+			/* the reserved bits are the ones above the AOpCode */
+			be32(F.hdr + SIWX_AREQ_OFF_AOPCODE,
+			     field_prep((uint32_t)~SIWX_AREQ_AOPCODE_MASK, rsvd) |
+			     field_prep(SIWX_AREQ_AOPCODE_MASK, aop));
 			if (!nget(st, "reqid", S.reqid, &v))
 				S.reqid++;
-			be32(F.hdr + 4, v);
+			be32(F.hdr + SIWX_AREQ_OFF_REQ_ID, v);
 			nget(st, "stag", 0, &v);
-			be32(F.hdr + 8, v);
+			be32(F.hdr + SIWX_AREQ_OFF_STAG, v);
 			nget(st, "to", 0, &v);
-			be64(F.hdr + 12, v);
+			be64(F.hdr + SIWX_AREQ_OFF_TO, v);
 			if (!nget(st, "add", 0, &v))
 				nget(st, "swap", 0, &v);
-			be64(F.hdr + 20, v);
+			be64(F.hdr + SIWX_AREQ_OFF_ADD_SWAP, v);
 			if (!nget(st, "addmask", 0, &v))
 				nget(st, "swapmask", 0, &v);
-			be64(F.hdr + 28, v);
+			be64(F.hdr + SIWX_AREQ_OFF_ADD_SWAP_MASK, v);
 			nget(st, "cmp", 0, &v);
-			be64(F.hdr + 36, v);
+			be64(F.hdr + SIWX_AREQ_OFF_COMPARE, v);
 			nget(st, "cmpmask", 0, &v);
-			be64(F.hdr + 44, v);
-			F.hdrlen = 52;
+			be64(F.hdr + SIWX_AREQ_OFF_COMPARE_MASK, v);
+			F.hdrlen = SIWX_RDMAP_ATOMIC_REQ_SIZE;
 			get_data(st);
 		} else if (!strcmp(c, "atomic_resp")) {
-			untagged(st, 3);
+			untagged(st, SIWX_DDP_QN_ATOMIC_RESP);
 			if (!has_op)
-				op = 0xb;
+				op = SIWX_RDMAP_OP_ATOMIC_RESP;
 			nget(st, "reqid", 0, &v);
-			be32(F.hdr, v);
+			be32(F.hdr + SIWX_ARESP_OFF_REQ_ID, v);
 			nget(st, "value", 0, &v);
-			be64(F.hdr + 4, v);
-			F.hdrlen = 12;
+			be64(F.hdr + SIWX_ARESP_OFF_VALUE, v);
+			F.hdrlen = SIWX_RDMAP_ATOMIC_RESP_SIZE;
 			get_data(st);
 		} else if (!strcmp(c, "imm")) {
 			nget(st, "se", 0, &se);
-			untagged(st, 0);
+			untagged(st, SIWX_DDP_QN_SEND);
 			if (!has_op)
-				op = se ? 0x9 : 0x8;
+				op = se ? SIWX_RDMAP_OP_IMM_SE : SIWX_RDMAP_OP_IMM;
 			if (nget(st, "value", 0, &v)) {
 				be64(F.data, v);
-				F.datalen = 8;
+				F.datalen = SIWX_RDMAP_IMM_SIZE;
 			} else {
 				get_data(st);
 			}
@@ -995,21 +1029,22 @@ static int run_fpdu_step(struct step *st)
 			const char *h = sget(st, "hdrs");
 			uint32_t w;
 
-			untagged(st, 2);
+			untagged(st, SIWX_DDP_QN_TERMINATE);
 			if (!has_op)
-				op = 0x7;
+				op = SIWX_RDMAP_OP_TERMINATE;
 			nget(st, "layer", 0, &layer);
 			nget(st, "etype", 0, &etype);
 			nget(st, "code", 0, &code);
-			w = (layer & 15) << 28 | (etype & 15) << 24 |
-			    (code & 255) << 16;
+			w = field_prep(SIWX_TERM_CTRL_LAYER, layer) |
+			    field_prep(SIWX_TERM_CTRL_ETYPE, etype) |
+			    field_prep(SIWX_TERM_CTRL_ECODE, code);
 			if (h) {
-				w |= strchr(h, 'M') ? 0x8000 : 0;
-				w |= strchr(h, 'D') ? 0x4000 : 0;
-				w |= strchr(h, 'R') ? 0x2000 : 0;
+				w |= strchr(h, 'M') ? SIWX_TERM_CTRL_FLAG_M : 0;
+				w |= strchr(h, 'D') ? SIWX_TERM_CTRL_FLAG_D : 0;
+				w |= strchr(h, 'R') ? SIWX_TERM_CTRL_FLAG_R : 0;
 			}
 			be32(F.hdr, w);
-			F.hdrlen = 4;
+			F.hdrlen = SIWX_RDMAP_TERM_CTRL_SIZE;
 			h = sget(st, "attach");
 			if (h && parse_hex(h, F.data, sizeof(F.data),
 					   &F.datalen))
@@ -1017,7 +1052,7 @@ static int run_fpdu_step(struct step *st)
 		} else if (!strcmp(c, "untagged")) {
 			const char *h = sget(st, "hdr");
 
-			untagged(st, 0);
+			untagged(st, SIWX_DDP_QN_SEND);
 			if (h && parse_hex(h, F.hdr, sizeof(F.hdr), &F.hdrlen))
 				die(2, "step '%s': bad hdr=", st->text);
 			get_data(st);
@@ -1096,12 +1131,14 @@ static void run_step(char *line, int lineno)
 		size_t n = 0, pad;
 		uint32_t c;
 
-		if (!b || (h && parse_hex(h, b + 2, MAX_FRAME - 8, &n)))
+		/* (room kept for the length field, pad and CRC) */
+		if (!b || (h && parse_hex(h, b + SIWX_MPA_HDR_SIZE,
+					  MAX_FRAME - 8, &n)))
 			die(2, "step '%s': bad ulpdu=", text);
 		nget(&st, "mpalen", n, &v);
 		be16(b, v);
-		n += 2;
-		pad = (4 - n % 4) % 4;
+		n += SIWX_MPA_HDR_SIZE;
+		pad = mpa_pad(n);
 		memset(b + n, 0, pad);
 		n += pad;
 		c = S.crc ? crc32c(b, n) : 0;
@@ -1111,7 +1148,7 @@ static void run_step(char *line, int lineno)
 		else if (h && !eval(h, &v))
 			c = v;
 		put_crc(b + n, c);
-		n += 4;
+		n += SIWX_MPA_CRC_SIZE;
 		step_done(&st);
 		tx_queue(b, n);
 		free(b);
@@ -1129,7 +1166,7 @@ static void run_step(char *line, int lineno)
 		if (u) {
 			if (!strcmp(u, "any"))
 				until = 0x100;
-			else if (eval(u, &until) || until > 15)
+			else if (eval(u, &until) || until > SIWX_RDMAP_MASK_OPCODE)
 				die(2, "step '%s': bad until=", text);
 		}
 		step_done(&st);
@@ -1146,10 +1183,10 @@ static void run_step(char *line, int lineno)
 		/* msn qn=N value=M: set the next MSN of a queue */
 		uint64_t q;
 
-		nget(&st, "qn", 0, &q);
-		nget(&st, "value", 1, &v);
+		nget(&st, "qn", SIWX_DDP_QN_SEND, &q);
+		nget(&st, "value", SIWX_DDP_MSN_FIRST, &v);
 		step_done(&st);
-		if (q < 4)
+		if (q < SIWX_DDP_QN_COUNT)
 			S.msn[q] = v;
 	} else if (!strcmp(st.cmd, "set")) {
 		/* set name=expr ... */
@@ -1184,7 +1221,7 @@ static struct {
 	long flags_raw, ird_word, ord_word, pd_len;
 	int crc, enhanced, p2p;		/* -1: not given */
 	int markers, rev_set, ird_set, ord_set, delay_set;
-	uint8_t pdx[MPA_MAX_PD];	/* --pdata */
+	uint8_t pdx[SIWX_MPA_MAX_PD];	/* --pdata */
 	size_t pdxlen;
 	/* responder (--listen) */
 	int listen, reject, close_on_enh, no_reply, crc_use;
@@ -1334,37 +1371,37 @@ static size_t mpa_frame(uint8_t *buf, size_t size, const char *key,
 			unsigned int flags, unsigned int rev, uint32_t ird,
 			uint32_t ord, int a)
 {
-	size_t n = 20;
+	size_t n = SIWX_MPA_RR_HDR_SIZE;
 	uint32_t iw, ow;
 
-	memcpy(buf, key, 16);
-	buf[16] = flags;
-	buf[17] = rev;
-	if (flags & MPA_FLAG_S) {
-		iw = (ird & V2_MASK) | (a ? V2_IRD_A : 0);
-		ow = ord & V2_MASK;
+	memcpy(buf, key, SIWX_MPA_KEY_SIZE);
+	buf[SIWX_MPA_OFF_FLAGS] = flags;
+	buf[SIWX_MPA_OFF_REV] = rev;
+	if (flags & SIWX_MPA_FLAG_S) {
+		iw = (ird & SIWX_MPA_V2_IRD_ORD_MASK) | (a ? SIWX_MPA_V2_IRD_A : 0);
+		ow = ord & SIWX_MPA_V2_IRD_ORD_MASK;
 		if (a) {
 			if (strstr(opt.rtr_list, "send"))
-				iw |= V2_IRD_B;
+				iw |= SIWX_MPA_V2_IRD_B;
 			if (strstr(opt.rtr_list, "write"))
-				ow |= V2_ORD_C;
+				ow |= SIWX_MPA_V2_ORD_C;
 			if (strstr(opt.rtr_list, "read"))
-				ow |= V2_ORD_D;
+				ow |= SIWX_MPA_V2_ORD_D;
 		}
 		if (opt.ird_word >= 0)
 			iw = opt.ird_word;
 		if (opt.ord_word >= 0)
 			ow = opt.ord_word;
-		be16(buf + 20, iw);
-		be16(buf + 22, ow);
-		n += 4;
+		be16(buf + n + SIWX_MPA_V2_OFF_IRD, iw);
+		be16(buf + n + SIWX_MPA_V2_OFF_ORD, ow);
+		n += SIWX_MPA_V2_HDR_SIZE;
 	}
 	if (n + opt.pdxlen > size)
 		die(2, "private data too long");
 	memcpy(buf + n, opt.pdx, opt.pdxlen);
 	n += opt.pdxlen;
-	be16(buf + 18, opt.pd_len >= 0 ? (uint32_t)opt.pd_len :
-		       (uint32_t)(n - 20));
+	be16(buf + SIWX_MPA_OFF_PD_LEN, opt.pd_len >= 0 ? (uint32_t)opt.pd_len :
+	     (uint32_t)(n - SIWX_MPA_RR_HDR_SIZE));
 	return n;
 }
 
@@ -1379,32 +1416,33 @@ static int print_mpa(const char *what, const uint8_t *hdr, size_t got,
 		     const char *key, uint32_t *iw, uint32_t *ow)
 {
 	static char line[2 * 65536 + 400], hex[2 * 65536 + 8];
-	unsigned int flags = hdr[16];
-	size_t pdlen = rd16(hdr + 18), skip = 0, o;
-	const uint8_t *pd = hdr + 20;
-	int enh = (flags & MPA_FLAG_S) && pdlen >= 4 && got >= 4;
+	unsigned int flags = hdr[SIWX_MPA_OFF_FLAGS];
+	size_t pdlen = rd16(hdr + SIWX_MPA_OFF_PD_LEN), skip = 0, o;
+	const uint8_t *pd = hdr + SIWX_MPA_RR_HDR_SIZE;
+	int enh = (flags & SIWX_MPA_FLAG_S) && pdlen >= SIWX_MPA_V2_HDR_SIZE &&
+		  got >= SIWX_MPA_V2_HDR_SIZE;
 
 	*iw = 0;
 	*ow = 0;
 	if (enh) {
-		*iw = rd16(pd);
-		*ow = rd16(pd + 2);
-		skip = 4;
+		*iw = rd16(pd + SIWX_MPA_V2_OFF_IRD);
+		*ow = rd16(pd + SIWX_MPA_V2_OFF_ORD);
+		skip = SIWX_MPA_V2_HDR_SIZE;
 	}
 	o = snprintf(line, sizeof(line),
 		     "%s rev=%u flags=0x%02x m=%d c=%d r=%d s=%d pd_len=%zu",
-		     what, hdr[17], flags, !!(flags & MPA_FLAG_M),
-		     !!(flags & MPA_FLAG_C), !!(flags & MPA_FLAG_R),
-		     !!(flags & MPA_FLAG_S), pdlen);
+		     what, hdr[SIWX_MPA_OFF_REV], flags, !!(flags & SIWX_MPA_FLAG_M),
+		     !!(flags & SIWX_MPA_FLAG_C), !!(flags & SIWX_MPA_FLAG_R),
+		     !!(flags & SIWX_MPA_FLAG_S), pdlen);
 	if (key)
 		o += snprintf(line + o, sizeof(line) - o, " key=%s",
-			      memcmp(hdr, key, 16) ? "bad" : "ok");
+			      memcmp(hdr, key, SIWX_MPA_KEY_SIZE) ? "bad" : "ok");
 	if (enh)
 		o += snprintf(line + o, sizeof(line) - o,
 			      " ird=%u ord=%u a=%d b=%d c_rtr=%d d_rtr=%d ird_word=0x%04x ord_word=0x%04x",
-			      *iw & V2_MASK, *ow & V2_MASK, !!(*iw & V2_IRD_A),
-			      !!(*iw & V2_IRD_B), !!(*ow & V2_ORD_C),
-			      !!(*ow & V2_ORD_D), *iw, *ow);
+			      *iw & SIWX_MPA_V2_IRD_ORD_MASK, *ow & SIWX_MPA_V2_IRD_ORD_MASK, !!(*iw & SIWX_MPA_V2_IRD_A),
+			      !!(*iw & SIWX_MPA_V2_IRD_B), !!(*ow & SIWX_MPA_V2_ORD_C),
+			      !!(*ow & SIWX_MPA_V2_ORD_D), *iw, *ow);
 	hexstr(hex, sizeof(hex), pd + skip, got - skip);
 	if (got < pdlen)
 		out("%s pdata=%s pd_got=%zu\n", line, hex, got);
@@ -1515,44 +1553,48 @@ static void serve(int conn, char **steps, int nsteps)
 	uint32_t qiw, qow, ird, ord;
 	size_t pdlen, got, replen, skip;
 	int qenh, a, rep_c, c;
-	char key[16];
+	char key[SIWX_MPA_KEY_SIZE];
 
 	out("conn %d\n", conn);
 
 	/* ---- MPA Request */
-	if (rx_exact(20, opt.timeout)) {
+	if (rx_exact(SIWX_MPA_RR_HDR_SIZE, opt.timeout)) {
 		out("request none (%s)\n", S.closed ? "closed" : "timeout");
 		return;
 	}
-	pdlen = rd16(S.rx + 18);
+	pdlen = rd16(S.rx + SIWX_MPA_OFF_PD_LEN);
 	t = now_ms();
-	if (rx_exact(20 + pdlen, end > t ? end - t : 0) && S.closed) {
+	if (rx_exact(SIWX_MPA_RR_HDR_SIZE + pdlen, end > t ? end - t : 0) &&
+	    S.closed) {
 		out("request none (closed)\n");
 		return;
 	}
-	got = S.rxlen - 20 < pdlen ? S.rxlen - 20 : pdlen;
-	qflags = S.rx[16];
-	qrev = S.rx[17];
-	qenh = print_mpa("request", S.rx, got, MPA_KEY_REQ, &qiw, &qow);
+	got = S.rxlen - SIWX_MPA_RR_HDR_SIZE < pdlen ?
+	      S.rxlen - SIWX_MPA_RR_HDR_SIZE : pdlen;
+	qflags = S.rx[SIWX_MPA_OFF_FLAGS];
+	qrev = S.rx[SIWX_MPA_OFF_REV];
+	qenh = print_mpa("request", S.rx, got, SIWX_MPA_KEY_REQ, &qiw, &qow);
 	set_var("req_rev", 7, qrev);
-	set_var("req_a", 5, !!(qiw & V2_IRD_A));
-	set_var("req_b", 5, !!(qiw & V2_IRD_B));
-	set_var("req_c", 5, !!(qow & V2_ORD_C));
-	set_var("req_d", 5, !!(qow & V2_ORD_D));
+	set_var("req_a", 5, !!(qiw & SIWX_MPA_V2_IRD_A));
+	set_var("req_b", 5, !!(qiw & SIWX_MPA_V2_IRD_B));
+	set_var("req_c", 5, !!(qow & SIWX_MPA_V2_ORD_C));
+	set_var("req_d", 5, !!(qow & SIWX_MPA_V2_ORD_D));
 	if (qenh) {
-		set_var("req_ird", 7, qiw & V2_MASK);
-		set_var("req_ord", 7, qow & V2_MASK);
+		set_var("req_ird", 7, qiw & SIWX_MPA_V2_IRD_ORD_MASK);
+		set_var("req_ord", 7, qow & SIWX_MPA_V2_IRD_ORD_MASK);
 	} else {
 		unset_var("req_ird");
 		unset_var("req_ord");
 	}
-	skip = qenh ? 4 : 0;
-	parse_pdata_vars(S.rx + 20 + skip, got - skip);
-	S.crc_req = !!(qflags & MPA_FLAG_C);
-	memmove(S.rx, S.rx + 20 + got, S.rxlen - 20 - got);
-	S.rxlen -= 20 + got;
+	skip = qenh ? SIWX_MPA_V2_HDR_SIZE : 0;
+	parse_pdata_vars(S.rx + SIWX_MPA_RR_HDR_SIZE + skip, got - skip);
+	S.crc_req = !!(qflags & SIWX_MPA_FLAG_C);
+	memmove(S.rx, S.rx + SIWX_MPA_RR_HDR_SIZE + got,
+		S.rxlen - SIWX_MPA_RR_HDR_SIZE - got);
+	S.rxlen -= SIWX_MPA_RR_HDR_SIZE + got;
 
-	if (opt.close_on_enh && (qrev >= 2 || (qflags & MPA_FLAG_S))) {
+	if (opt.close_on_enh &&
+	    (qrev >= SIWX_MPA_REV_2 || (qflags & SIWX_MPA_FLAG_S))) {
 		out("closing on enhanced request\n");
 		return;
 	}
@@ -1568,36 +1610,43 @@ static void serve(int conn, char **steps, int nsteps)
 	if (opt.reply_hex) {
 		memcpy(rep, rep_hex, rep_hexlen);
 		replen = rep_hexlen;
-		if (replen < 20)	/* keep rep[16], rep[17] defined */
-			memset(rep + replen, 0, 20 - replen);
-		rep_c = replen > 16 && (rep[16] & MPA_FLAG_C);
+		if (replen < SIWX_MPA_RR_HDR_SIZE)	/* keep the header defined */
+			memset(rep + replen, 0, SIWX_MPA_RR_HDR_SIZE - replen);
+		rep_c = replen > SIWX_MPA_OFF_FLAGS &&
+			(rep[SIWX_MPA_OFF_FLAGS] & SIWX_MPA_FLAG_C);
 	} else {
-		rev = opt.rev_set ? opt.rev : qrev <= 1 ? 1 : 2;
-		flags = (opt.crc >= 0 ? opt.crc : S.crc_req) ? MPA_FLAG_C : 0;
+		rev = opt.rev_set ? opt.rev :
+		      qrev <= SIWX_MPA_REV_1 ? SIWX_MPA_REV_1 : SIWX_MPA_REV_2;
+		flags = (opt.crc >= 0 ? opt.crc : S.crc_req) ? SIWX_MPA_FLAG_C : 0;
 		if (opt.markers)
-			flags |= MPA_FLAG_M;
+			flags |= SIWX_MPA_FLAG_M;
 		if (opt.reject)
-			flags |= MPA_FLAG_R;
+			flags |= SIWX_MPA_FLAG_R;
 		if (opt.enhanced >= 0 ? opt.enhanced :
-		    (qflags & MPA_FLAG_S) && rev >= 2)
-			flags |= MPA_FLAG_S;
+		    (qflags & SIWX_MPA_FLAG_S) && rev >= SIWX_MPA_REV_2)
+			flags |= SIWX_MPA_FLAG_S;
 		if (opt.flags_raw >= 0)
 			flags = opt.flags_raw;
-		a = opt.p2p >= 0 ? opt.p2p : qenh && (qiw & V2_IRD_A);
-		ird = opt.ird_set ? opt.ird : qenh ? qow & V2_MASK : 16;
-		ord = opt.ord_set ? opt.ord : qenh ? qiw & V2_MASK : 16;
+		a = opt.p2p >= 0 ? opt.p2p : qenh && (qiw & SIWX_MPA_V2_IRD_A);
+		/* IRD = the request's ORD, ORD = its IRD, unless --ird/--ord */
+		ird = !opt.ird_set && qenh ? qow & SIWX_MPA_V2_IRD_ORD_MASK :
+		      opt.ird;
+		ord = !opt.ord_set && qenh ? qiw & SIWX_MPA_V2_IRD_ORD_MASK :
+		      opt.ord;
 		memset(key, 0, sizeof(key));
 		if (opt.key)
 			memcpy(key, opt.key, strnlen(opt.key, sizeof(key)));
 		else
-			memcpy(key, MPA_KEY_REP, sizeof(key));
+			memcpy(key, SIWX_MPA_KEY_REP, sizeof(key));
 		replen = mpa_frame(rep, sizeof(rep), key, flags, rev, ird, ord,
 				   a);
-		rep_c = !!(rep[16] & MPA_FLAG_C);
+		rep_c = !!(rep[SIWX_MPA_OFF_FLAGS] & SIWX_MPA_FLAG_C);
 	}
-	hexstr(hex, sizeof(hex), rep + 16, replen > 16 ? replen - 16 : 0);
+	hexstr(hex, sizeof(hex), rep + SIWX_MPA_KEY_SIZE,
+	       replen > SIWX_MPA_KEY_SIZE ? replen - SIWX_MPA_KEY_SIZE : 0);
 	out("reply rev=%u flags=0x%02x pd_len=%u bytes=%zu after_key=%s\n",
-	    rep[17], rep[16], rd16(rep + 18), replen, hex);
+	    rep[SIWX_MPA_OFF_REV], rep[SIWX_MPA_OFF_FLAGS],
+	    rd16(rep + SIWX_MPA_OFF_PD_LEN), replen, hex);
 	c = S.coalesce;
 	S.coalesce = 1;
 	tx_queue(rep, replen);
@@ -1613,7 +1662,7 @@ static void serve(int conn, char **steps, int nsteps)
 	if (S.crc_req != rep_c || opt.crc_use >= 0)
 		out("note crc requested=%d reply=%d use=%d\n", S.crc_req,
 		    rep_c, S.crc);
-	set_var("rev", 3, rep[17]);
+	set_var("rev", 3, rep[SIWX_MPA_OFF_REV]);
 	set_var("crc", 3, S.crc);
 
 	/* anything that came with the request */
@@ -1638,7 +1687,8 @@ static int listen_main(const char *addr, const char *port, char **steps,
 
 	parse_pdata();
 	if (opt.reply_hex &&
-	    parse_hex(opt.reply_hex, rep_hex, sizeof(rep_hex) - 20,
+	    parse_hex(opt.reply_hex, rep_hex,
+		      sizeof(rep_hex) - SIWX_MPA_RR_HDR_SIZE,
 		      &rep_hexlen))
 		die(2, "--reply-hex: bad hex");
 	if (opt.garbage_hex &&
@@ -1688,8 +1738,8 @@ static int listen_main(const char *addr, const char *port, char **steps,
 			break;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		for (k = 0; k < 4; k++)
-			S.msn[k] = 1;
+		for (k = 0; k < SIWX_DDP_QN_COUNT; k++)
+			S.msn[k] = SIWX_DDP_MSN_FIRST;
 		S.fd = fd;
 		S.reqid = 1;
 		S.crc = 0;
@@ -1715,10 +1765,10 @@ int main(int argc, char **argv)
 	const char *listen_only = NULL;
 	uint64_t v;
 	int i, rc;
-	uint8_t req[20 + MPA_MAX_PD + 64];
+	uint8_t req[SIWX_MPA_RR_HDR_SIZE + SIWX_MPA_MAX_PD + 64];
 	size_t reqlen, pdlen;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	char hex[2 * MPA_MAX_PD + 8];
+	char hex[2 * SIWX_MPA_MAX_PD + 8];
 	uint8_t rflags;
 	int argi;
 
@@ -1727,11 +1777,11 @@ int main(int argc, char **argv)
 	crc32c_init();
 	S.fd = -1;
 	S.reqid = 1;
-	for (i = 0; i < 4; i++)
-		S.msn[i] = 1;
+	for (i = 0; i < SIWX_DDP_QN_COUNT; i++)
+		S.msn[i] = SIWX_DDP_MSN_FIRST;
 	opt.send_rtr = "auto";
 	opt.rtr_list = "write";
-	opt.rev = 2;
+	opt.rev = SIWX_MPA_REV_2;
 	opt.ird = 16;
 	opt.ord = 16;
 	opt.delay = 500;
@@ -1923,23 +1973,26 @@ int main(int argc, char **argv)
 	if (opt.req_hex) {
 		if (parse_hex(opt.req_hex, req, sizeof(req), &reqlen))
 			die(2, "--req-hex: bad hex");
-		if (reqlen < 20)	/* keep the printout below defined */
-			memset(req + reqlen, 0, 20 - reqlen);
+		if (reqlen < SIWX_MPA_RR_HDR_SIZE)	/* keep the printout defined */
+			memset(req + reqlen, 0, SIWX_MPA_RR_HDR_SIZE - reqlen);
 	} else {
 		unsigned int flags;
 
-		flags = (opt.crc ? MPA_FLAG_C : 0) |
-			(opt.markers ? MPA_FLAG_M : 0) |
-			(opt.rev >= 2 && opt.enhanced ? MPA_FLAG_S : 0);
+		flags = (opt.crc ? SIWX_MPA_FLAG_C : 0) |
+			(opt.markers ? SIWX_MPA_FLAG_M : 0) |
+			(opt.rev >= SIWX_MPA_REV_2 && opt.enhanced ?
+			 SIWX_MPA_FLAG_S : 0);
 		if (opt.flags_raw >= 0)
 			flags = opt.flags_raw;
-		reqlen = mpa_frame(req, sizeof(req), MPA_KEY_REQ, flags,
+		reqlen = mpa_frame(req, sizeof(req), SIWX_MPA_KEY_REQ, flags,
 				   opt.rev, opt.ird, opt.ord, opt.p2p > 0);
 	}
-	hexstr(hex, sizeof(hex), req + 16, reqlen > 16 ? reqlen - 16 : 0);
+	hexstr(hex, sizeof(hex), req + SIWX_MPA_KEY_SIZE,
+	       reqlen > SIWX_MPA_KEY_SIZE ? reqlen - SIWX_MPA_KEY_SIZE : 0);
 	out("request rev=%u flags=0x%02x pd_len=%u bytes=%zu after_key=%s\n",
-	    req[17], req[16], rd16(req + 18), reqlen, hex);
-	S.crc_req = !!(req[16] & MPA_FLAG_C);
+	    req[SIWX_MPA_OFF_REV], req[SIWX_MPA_OFF_FLAGS],
+	    rd16(req + SIWX_MPA_OFF_PD_LEN), reqlen, hex);
+	S.crc_req = !!(req[SIWX_MPA_OFF_FLAGS] & SIWX_MPA_FLAG_C);
 	S.txlen = 0;
 	{
 		int c = S.coalesce;
@@ -1950,42 +2003,44 @@ int main(int argc, char **argv)
 	}
 
 	/* ---- MPA Reply */
-	if (rx_exact(20, opt.timeout)) {
+	if (rx_exact(SIWX_MPA_RR_HDR_SIZE, opt.timeout)) {
 		hexstr(hex, sizeof(hex), S.rx, S.rxlen);
 		out("no-reply got=%zu bytes=%s%s\n", S.rxlen, hex,
 		    S.closed ? " closed" : "");
 		out(S.closed ? "closed\n" : "open\n");
 		return 1;
 	}
-	if (memcmp(S.rx, MPA_KEY_REP, 16)) {
-		hexstr(hex, sizeof(hex), S.rx, 20);
+	if (memcmp(S.rx, SIWX_MPA_KEY_REP, SIWX_MPA_KEY_SIZE)) {
+		hexstr(hex, sizeof(hex), S.rx, SIWX_MPA_RR_HDR_SIZE);
 		out("bad-reply key=%s\n", hex);
 		return 1;
 	}
-	rflags = S.rx[16];
-	pdlen = rd16(S.rx + 18);
-	if (pdlen > MPA_MAX_PD || rx_exact(20 + pdlen, opt.timeout)) {
+	rflags = S.rx[SIWX_MPA_OFF_FLAGS];
+	pdlen = rd16(S.rx + SIWX_MPA_OFF_PD_LEN);
+	if (pdlen > SIWX_MPA_MAX_PD ||
+	    rx_exact(SIWX_MPA_RR_HDR_SIZE + pdlen, opt.timeout)) {
 		out("bad-reply pd_len=%zu (not received)\n", pdlen);
 		return 1;
 	}
 	{
-		uint8_t *pd = S.rx + 20;
+		uint8_t *pd = S.rx + SIWX_MPA_RR_HDR_SIZE;
 		uint32_t iw, ow;
 		size_t skip;
 		int enh = print_mpa("reply", S.rx, pdlen, NULL, &iw, &ow);
 
-		skip = enh ? 4 : 0;
-		set_var("rev", 3, S.rx[17]);
-		set_var("crc", 3, !!(rflags & MPA_FLAG_C));
+		skip = enh ? SIWX_MPA_V2_HDR_SIZE : 0;
+		set_var("rev", 3, S.rx[SIWX_MPA_OFF_REV]);
+		set_var("crc", 3, !!(rflags & SIWX_MPA_FLAG_C));
 		if (enh) {
-			set_var("ird", 3, iw & V2_MASK);
-			set_var("ord", 3, ow & V2_MASK);
+			set_var("ird", 3, iw & SIWX_MPA_V2_IRD_ORD_MASK);
+			set_var("ord", 3, ow & SIWX_MPA_V2_IRD_ORD_MASK);
 		}
 		parse_pdata_vars(pd + skip, pdlen - skip);
-		S.crc = !!(rflags & MPA_FLAG_C);
-		memmove(S.rx, S.rx + 20 + pdlen, S.rxlen - 20 - pdlen);
-		S.rxlen -= 20 + pdlen;
-		if (rflags & MPA_FLAG_R) {
+		S.crc = !!(rflags & SIWX_MPA_FLAG_C);
+		memmove(S.rx, S.rx + SIWX_MPA_RR_HDR_SIZE + pdlen,
+			S.rxlen - SIWX_MPA_RR_HDR_SIZE - pdlen);
+		S.rxlen -= SIWX_MPA_RR_HDR_SIZE + pdlen;
+		if (rflags & SIWX_MPA_FLAG_R) {
 			out("rejected\n");
 			rx_for(opt.rx_ms, -1);
 			out(S.closed ? "closed\n" : "open\n");
@@ -2005,12 +2060,12 @@ int main(int argc, char **argv)
 		if (opt.delay)
 			usleep(opt.delay * 1000);
 		if (!strcmp(opt.send_rtr, "auto")) {
-			if (enh && (iw & V2_IRD_A)) {
-				if (ow & V2_ORD_C)
+			if (enh && (iw & SIWX_MPA_V2_IRD_A)) {
+				if (ow & SIWX_MPA_V2_ORD_C)
 					send_rtr("write");
-				else if (ow & V2_ORD_D)
+				else if (ow & SIWX_MPA_V2_ORD_D)
 					send_rtr("read");
-				else if (iw & V2_IRD_B)
+				else if (iw & SIWX_MPA_V2_IRD_B)
 					send_rtr("send");
 				else
 					out("rtr sent=none (reply selects no RTR)\n");
