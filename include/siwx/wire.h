@@ -81,6 +81,7 @@
  */
 #define SIWX_MPA_CRC32C_POLY		0x82f63b78
 #define SIWX_MPA_CRC32C_INIT		0xffffffff
+#define SIWX_MPA_CRC32C_XOROUT		0xffffffff
 
 /* ---------------------------------------------------------------- DDP */
 
@@ -169,6 +170,7 @@
 #define SIWX_AREQ_OFF_COMPARE		36
 #define SIWX_AREQ_OFF_COMPARE_MASK	44
 #define SIWX_AREQ_AOPCODE_MASK		0xf
+#define SIWX_AREQ_RSVD_MASK		0xfffffff0
 /* the AOpCode registry (RFC 7306 section 9.2) */
 #define SIWX_AOP_FETCH_ADD		0x0
 #define SIWX_AOP_CMP_SWAP		0x2

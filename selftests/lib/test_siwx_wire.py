@@ -137,7 +137,7 @@ COPIES = (
     ((".c", ".h", ".py", ".sh"), r"MPA ID Re[qp] Frame",
      "SIWX_MPA_KEY_REQ/REP, siwx_wire.KEY_REQ/REP"),
     ((".c", ".h", ".py"), r"(?i)0x82f63b78", "SIWX_MPA_CRC32C_POLY"),
-    ((".c", ".h"), r"(?m)^\s*#\s*define\s+(MPA|DDP|RDMAP|TERM|V2|LLP)_\w*",
+    ((".c", ".h"), r"(?m)^\s*#\s*define\s+(MPA|DDP|RDMAP|TERM|V2|LLP)_\w*(?<!_H)\b",
      "<siwx/wire.h>"),
 )
 

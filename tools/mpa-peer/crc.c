@@ -27,7 +27,7 @@ uint32_t crc32c(const uint8_t *p, size_t n)
 
 	while (n--)
 		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
-	return ~c;
+	return c ^ SIWX_MPA_CRC32C_XOROUT;
 }
 
 /*

@@ -230,7 +230,7 @@ static unsigned int build_atomic(struct step *st)
 	nget(st, "rsvd", 0, &rsvd);
 	/* the reserved bits are the ones above the AOpCode */
 	be32(F.hdr + SIWX_AREQ_OFF_AOPCODE,
-	     field_prep((uint32_t)~SIWX_AREQ_AOPCODE_MASK, rsvd) |
+	     field_prep(SIWX_AREQ_RSVD_MASK, rsvd) |
 	     field_prep(SIWX_AREQ_AOPCODE_MASK, aop));
 	if (!nget(st, "reqid", S.reqid, &v))
 		S.reqid++;

@@ -24,6 +24,10 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "selftests", "lib"))
+import siwx_wire as W  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "golden")
 TOP = os.path.abspath(os.path.join(HERE, "../../.."))
@@ -33,7 +37,7 @@ _T = []
 for _i in range(256):
     _c = _i
     for _ in range(8):
-        _c = (_c >> 1) ^ 0x82f63b78 if _c & 1 else _c >> 1
+        _c = (_c >> 1) ^ W.MPA_CRC32C_POLY if _c & 1 else _c >> 1
     _T.append(_c)
 
 
@@ -130,7 +134,7 @@ def initiator(peer):
         req = recv_n(s, 20)
         req += recv_n(s, struct.unpack(">H", req[18:20])[0])
         log.append(req)
-        s.sendall(rr(b"MPA ID Rep Frame", 0x50, 2, struct.pack(
+        s.sendall(rr(W.KEY_REP, 0x50, 2, struct.pack(
             ">HH", 0x8010, 0x8010) + b"rkey=0x1234 addr=0x10000 len=4096"))
         echo(s, log)
         s.close()
@@ -161,7 +165,7 @@ def responder(peer):
     s = socket.create_connection((A, port), timeout=5)
     rtr = bytes([0, 14, 0xc1, 0x40]) + bytes(12)   # zero-length Write
     rtr += struct.pack("<I", crc32c(rtr))
-    s.sendall(rr(b"MPA ID Req Frame", 0x50, 2, struct.pack(
+    s.sendall(rr(W.KEY_REQ, 0x50, 2, struct.pack(
         ">HH", 0x8005, 0x8007) + b"rkey=0x42") + rtr)
     log = [recv_n(s, 20)]
     log.append(recv_n(s, struct.unpack(">H", log[0][18:20])[0]))

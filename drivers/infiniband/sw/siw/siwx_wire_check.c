@@ -21,10 +21,10 @@
 	static_assert((__force u32)(be) == (__force u32)cpu_to_be32(host))
 #define WIRE_EQ(a, b) static_assert((a) == (b))
 /* byte offset of a field from the DDP control byte (after ULPDU_Length) */
-#define DDP_OFF(type, field) \
+#define WIRE_DDP_OFF(type, field) \
 	(offsetof(struct type, field) - offsetof(struct type, ctrl.ddp_rdmap_ctrl))
 /* byte offset of a field from the start of the RDMAP header */
-#define RDMAP_OFF(type, field) \
+#define WIRE_RDMAP_OFF(type, field) \
 	(offsetof(struct type, field) - sizeof(struct iwarp_ctrl_untagged))
 
 /* MPA */
@@ -76,14 +76,14 @@ WIRE_EQ(sizeof_field(struct iwarp_ctrl, ddp_rdmap_ctrl), SIWX_DDP_CTRL_SIZE);
 /* DDP headers */
 WIRE_EQ(sizeof(struct iwarp_ctrl_tagged),
 	SIWX_MPA_HDR_SIZE + SIWX_DDP_TAGGED_HDR_SIZE);
-WIRE_EQ(DDP_OFF(iwarp_ctrl_tagged, ddp_stag), SIWX_DDP_OFF_STAG);
-WIRE_EQ(DDP_OFF(iwarp_ctrl_tagged, ddp_to), SIWX_DDP_OFF_TO);
+WIRE_EQ(WIRE_DDP_OFF(iwarp_ctrl_tagged, ddp_stag), SIWX_DDP_OFF_STAG);
+WIRE_EQ(WIRE_DDP_OFF(iwarp_ctrl_tagged, ddp_to), SIWX_DDP_OFF_TO);
 WIRE_EQ(sizeof(struct iwarp_ctrl_untagged),
 	SIWX_MPA_HDR_SIZE + SIWX_DDP_UNTAGGED_HDR_SIZE);
-WIRE_EQ(DDP_OFF(iwarp_ctrl_untagged, ddp_qn), SIWX_DDP_OFF_QN);
-WIRE_EQ(DDP_OFF(iwarp_ctrl_untagged, ddp_msn), SIWX_DDP_OFF_MSN);
-WIRE_EQ(DDP_OFF(iwarp_ctrl_untagged, ddp_mo), SIWX_DDP_OFF_MO);
-WIRE_EQ(DDP_OFF(iwarp_send_inv, inval_stag), SIWX_DDP_OFF_INVAL_STAG);
+WIRE_EQ(WIRE_DDP_OFF(iwarp_ctrl_untagged, ddp_qn), SIWX_DDP_OFF_QN);
+WIRE_EQ(WIRE_DDP_OFF(iwarp_ctrl_untagged, ddp_msn), SIWX_DDP_OFF_MSN);
+WIRE_EQ(WIRE_DDP_OFF(iwarp_ctrl_untagged, ddp_mo), SIWX_DDP_OFF_MO);
+WIRE_EQ(WIRE_DDP_OFF(iwarp_send_inv, inval_stag), SIWX_DDP_OFF_INVAL_STAG);
 WIRE_EQ(sizeof(struct iwarp_rdma_write), SIWX_FPDU_TAGGED_HDR_SIZE);
 WIRE_EQ(sizeof(struct iwarp_rdma_rresp), SIWX_FPDU_TAGGED_HDR_SIZE);
 WIRE_EQ(sizeof(struct iwarp_send), SIWX_FPDU_UNTAGGED_HDR_SIZE);
@@ -113,24 +113,24 @@ WIRE_EQ(RDMAP_NUM_OPCODES, SIWX_RDMAP_OP_COUNT);
 /* Read Request */
 WIRE_EQ(sizeof(struct iwarp_rdma_rreq),
 	SIWX_FPDU_UNTAGGED_HDR_SIZE + SIWX_RDMAP_READ_REQ_SIZE);
-WIRE_EQ(RDMAP_OFF(iwarp_rdma_rreq, sink_stag), SIWX_RREQ_OFF_SINK_STAG);
-WIRE_EQ(RDMAP_OFF(iwarp_rdma_rreq, sink_to), SIWX_RREQ_OFF_SINK_TO);
-WIRE_EQ(RDMAP_OFF(iwarp_rdma_rreq, read_size), SIWX_RREQ_OFF_SIZE);
-WIRE_EQ(RDMAP_OFF(iwarp_rdma_rreq, source_stag), SIWX_RREQ_OFF_SRC_STAG);
-WIRE_EQ(RDMAP_OFF(iwarp_rdma_rreq, source_to), SIWX_RREQ_OFF_SRC_TO);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_rdma_rreq, sink_stag), SIWX_RREQ_OFF_SINK_STAG);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_rdma_rreq, sink_to), SIWX_RREQ_OFF_SINK_TO);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_rdma_rreq, read_size), SIWX_RREQ_OFF_SIZE);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_rdma_rreq, source_stag), SIWX_RREQ_OFF_SRC_STAG);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_rdma_rreq, source_to), SIWX_RREQ_OFF_SRC_TO);
 
 /* RFC 7306 Atomic Request and Response */
 WIRE_EQ(sizeof(struct iwarp_atomic_req),
 	SIWX_FPDU_UNTAGGED_HDR_SIZE + SIWX_RDMAP_ATOMIC_REQ_SIZE);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_req, aopcode), SIWX_AREQ_OFF_AOPCODE);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_req, req_id), SIWX_AREQ_OFF_REQ_ID);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_req, stag), SIWX_AREQ_OFF_STAG);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_req, to), SIWX_AREQ_OFF_TO);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_req, add_swap), SIWX_AREQ_OFF_ADD_SWAP);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_req, add_swap_mask),
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_req, aopcode), SIWX_AREQ_OFF_AOPCODE);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_req, req_id), SIWX_AREQ_OFF_REQ_ID);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_req, stag), SIWX_AREQ_OFF_STAG);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_req, to), SIWX_AREQ_OFF_TO);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_req, add_swap), SIWX_AREQ_OFF_ADD_SWAP);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_req, add_swap_mask),
 	SIWX_AREQ_OFF_ADD_SWAP_MASK);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_req, compare), SIWX_AREQ_OFF_COMPARE);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_req, compare_mask),
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_req, compare), SIWX_AREQ_OFF_COMPARE);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_req, compare_mask),
 	SIWX_AREQ_OFF_COMPARE_MASK);
 WIRE_EQ(RDMAP_MASK_AOPCODE, SIWX_AREQ_AOPCODE_MASK);
 WIRE_EQ(RDMAP_AOPCODE_FETCH_ADD, SIWX_AOP_FETCH_ADD);
@@ -138,8 +138,8 @@ WIRE_EQ(RDMAP_AOPCODE_CMP_SWAP, SIWX_AOP_CMP_SWAP);
 WIRE_EQ(sizeof_field(struct iwarp_atomic_req, add_swap), SIWX_ATOMIC_SIZE);
 WIRE_EQ(sizeof(struct iwarp_atomic_resp),
 	SIWX_FPDU_UNTAGGED_HDR_SIZE + SIWX_RDMAP_ATOMIC_RESP_SIZE);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_resp, req_id), SIWX_ARESP_OFF_REQ_ID);
-WIRE_EQ(RDMAP_OFF(iwarp_atomic_resp, orig_value), SIWX_ARESP_OFF_VALUE);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_resp, req_id), SIWX_ARESP_OFF_REQ_ID);
+WIRE_EQ(WIRE_RDMAP_OFF(iwarp_atomic_resp, orig_value), SIWX_ARESP_OFF_VALUE);
 
 /* RFC 7306 Immediate Data */
 WIRE_EQ(sizeof(struct iwarp_imm_data),
