@@ -5,11 +5,17 @@
  * parameters (MPA revision, peer-to-peer, RTR types, IRD/ORD mode).
  *
  *   mpa_conn server --addr A --port P [--ird N] [--ord N] [--pdata STR]
- *            [--count N] [--hold-ms MS] [--no-traffic] [--reject]
- *            [--timeout-ms MS] [--sig-all]
+ *            [--count N] [--hold-ms MS] [--hold-file PATH] [--hold-peer]
+ *            [--no-traffic] [--reject] [--timeout-ms MS] [--sig-all]
  *   mpa_conn client --addr A --port P [--src A] [--ird N] [--ord N]
- *            [--pdata STR] [--hold-ms MS] [--no-traffic] [--timeout-ms MS]
- *            [--sig-all]
+ *            [--pdata STR] [--hold-ms MS] [--hold-file PATH] [--hold-peer]
+ *            [--no-traffic] [--timeout-ms MS] [--sig-all]
+ *
+ * After ESTABLISHED (and the traffic) the connection is held: until PATH
+ * exists (--hold-file, at most --timeout-ms: a test takes its snapshot of
+ * the live QP, then creates PATH), then --hold-ms; with --hold-peer the
+ * hold ends as soon as the peer disconnects (the side that holds for a
+ * snapshot decides when the connection ends, whatever the load).
  *
  * --ird/--ord (0..255, default 4) go unclamped into the responder_resources
  * (IRD) and initiator_depth (ORD) of rdma_connect()/rdma_accept(); 255 is
@@ -94,7 +100,8 @@ static struct {
 	int server;
 	const char *addr, *src, *pdata;
 	int port, ird, ord, count, hold_ms, timeout_ms;
-	int traffic, reject, sig_all;
+	int traffic, reject, sig_all, hold_peer;
+	const char *hold_file;
 } opt;
 
 static const char *role;
@@ -594,8 +601,19 @@ static int connected(struct conn *c, const struct mev *est)
 			rc = EX_TRAFFIC;
 		}
 	}
+	if (opt.hold_file) {
+		end = ru_now_ms() + (uint64_t)opt.timeout_ms;
+		while (access(opt.hold_file, F_OK) &&
+		       !(opt.hold_peer && c->ep.disconnected) &&
+		       (now = ru_now_ms()) < end)
+			pump(c, 100);
+		if (access(opt.hold_file, F_OK))
+			printf("%s hold-file %s not created\n", role,
+			       opt.hold_file);
+	}
 	end = ru_now_ms() + (uint64_t)opt.hold_ms;
-	while ((now = ru_now_ms()) < end)
+	while ((now = ru_now_ms()) < end &&
+	       !(opt.hold_peer && c->ep.disconnected))
 		pump(c, end - now > 100 ? 100 : (int)(end - now));
 	if (!opt.traffic)
 		check_stray(c, 0);	/* reported, not counted */
@@ -774,13 +792,15 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: mpa_conn server --addr A --port P [--ird N] [--ord N] "
 		"[--pdata STR]\n"
-		"                [--count N] [--hold-ms MS] [--no-traffic] "
-		"[--reject]\n"
-		"                [--timeout-ms MS] [--sig-all]\n"
+		"                [--count N] [--hold-ms MS] [--hold-file PATH] "
+		"[--hold-peer]\n"
+		"                [--no-traffic] [--reject] [--timeout-ms MS] "
+		"[--sig-all]\n"
 		"       mpa_conn client --addr A --port P [--src A] [--ird N] "
 		"[--ord N]\n"
-		"                [--pdata STR] [--hold-ms MS] [--no-traffic]\n"
-		"                [--timeout-ms MS] [--sig-all]\n");
+		"                [--pdata STR] [--hold-ms MS] [--hold-file PATH] "
+		"[--hold-peer]\n"
+		"                [--no-traffic] [--timeout-ms MS] [--sig-all]\n");
 	exit(EX_USAGE);
 }
 
@@ -810,6 +830,8 @@ int main(int argc, char **argv)
 		{ "pdata", required_argument, NULL, 'd' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "hold-ms", required_argument, NULL, 'h' },
+		{ "hold-file", required_argument, NULL, 'H' },
+		{ "hold-peer", no_argument, NULL, 'P' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "no-traffic", no_argument, NULL, 'n' },
 		{ "reject", no_argument, NULL, 'r' },
@@ -844,6 +866,8 @@ int main(int argc, char **argv)
 		case 'd': opt.pdata = optarg; break;
 		case 'c': opt.count = num(optarg, 1, 1000000); break;
 		case 'h': opt.hold_ms = num(optarg, 0, 86400000); break;
+		case 'H': opt.hold_file = optarg; break;
+		case 'P': opt.hold_peer = 1; break;
 		case 't': opt.timeout_ms = num(optarg, 1, 86400000); break;
 		case 'n': opt.traffic = 0; break;
 		case 'r': opt.reject = 1; break;

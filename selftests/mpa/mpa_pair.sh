@@ -16,7 +16,11 @@
 # Per case the server starts 'mpa_conn server --count 1' on its own port
 # (SIWX_MPA_PAIR_PORT + case index); the client retries while the server
 # does not listen yet ('client connect rc=-111'). Each side holds the
-# connection 1.5 s (--hold-ms 1500).
+# connection 1.5 s (--hold-ms 1500). In a case that checks 'rdma resource',
+# the siwx side holds it until its snapshot of the live QP is taken
+# (--hold-file, created by snap_res) and then 1.5 s, and the other side
+# until the siwx side disconnects (--hold-peer): under load the snapshot
+# may take longer than any fixed hold.
 #
 # Only the VM running siwx (it has /sys/module/siw/parameters/mpa_rev) sets
 # the module parameters of a case (and resets all of them to the defaults
@@ -332,6 +336,7 @@ snap_res() {
 			rdma -dd -j resource show qp > "$f.res.json" 2>&1
 			rdma -dd resource show qp > "$f.res.txt" 2>&1
 			echo "$q" > "$f.qpn"
+			: > "$f.snapped"	# mpa_conn --hold-file may go on
 			rc=0
 			break
 		fi
@@ -388,13 +393,20 @@ for c in "${CASES[@]}"; do
 		kmsg_lines=$(dmesg 2>/dev/null | wc -l)
 	fi
 	t0=$SECONDS refusals=
+	f=$WORK/$c.client
+	[ "$ROLE" = a ] && f=$WORK/$c.server
+	hold=(--hold-ms "$HOLD")
+	if [ -n "$RES" ] && [ "$mine" = 1 ]; then
+		hold=(--hold-file "$f.snapped" --hold-ms "$HOLD")
+	elif [ -n "$RES" ]; then
+		hold=(--hold-peer --hold-ms 30000)
+	fi
 	if [ "$ROLE" = a ]; then
-		f=$WORK/$c.server
 		to=30000
 		[ "$first" = 1 ] && to=120000	# the peer VM may boot later
 		# shellcheck disable=SC2086  # option lists
 		timeout -k 5 $((to / 1000 + 60)) "$MPA_CONN" server --addr "$LOCAL" --port "$port" \
-			--count 1 --hold-ms "$HOLD" --timeout-ms "$to" $SARGS > "$f" 2>&1 &
+			--count 1 "${hold[@]}" --timeout-ms "$to" $SARGS > "$f" 2>&1 &
 		pid=$!
 		[ "$mine" = 0 ] || [ -z "$RES" ] || snap_res "$pid" "$f"
 		wait "$pid"
@@ -403,17 +415,16 @@ for c in "${CASES[@]}"; do
 		exp=$SRV_EXP not=$SRV_NOT want=$SRV_RC
 		args="server --port $port $SARGS"
 	else
-		f=$WORK/$c.client
 		window=60
 		[ "$first" = 1 ] && window=150
 		deadline=$((SECONDS + window))
 		tries=0 refusals=
 		while :; do
 			tries=$((tries + 1))
-			rm -f "$f.qpn" "$f.res.json" "$f.res.txt" "$f.res.json.nl"
+			rm -f "$f.qpn" "$f.res.json" "$f.res.txt" "$f.res.json.nl" "$f.snapped"
 			# shellcheck disable=SC2086  # option lists
 			timeout -k 5 90 "$MPA_CONN" client --addr "$PEER" --port "$port" \
-				--hold-ms "$HOLD" --timeout-ms 20000 $CARGS > "$f" 2>&1 &
+				"${hold[@]}" --timeout-ms 20000 $CARGS > "$f" 2>&1 &
 			pid=$!
 			[ "$mine" = 0 ] || [ -z "$RES" ] || snap_res "$pid" "$f"
 			wait "$pid"
