@@ -21,7 +21,8 @@ DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
 .PHONY: all deps stage modules siwx upstream rdma-core selftests check demo bench \
-	install install-modules install-userspace checkpatch clean distclean help ktest
+	install install-modules install-userspace checkpatch series-check clean distclean \
+	help ktest
 
 all: modules rdma-core selftests
 
@@ -33,6 +34,7 @@ help:
 	@echo "make rdma-core   build the patched rdma-core into build/rdma-core/prefix"
 	@echo "make selftests   build the test programs"
 	@echo "make checkpatch  run the kernel's checkpatch on patches and our files"
+	@echo "make series-check build siw.ko and checkpatch --strict after every kernel patch"
 	@echo "make bench       siwx vs upstream siw, rxe and raw TCP (BENCH=quick|full)"
 	@echo "make install     install siw.ko (updates/) and rdma-core into PREFIX=$(PREFIX)"
 	@echo "Variables: KVER=$(KVER) PREFIX=$(PREFIX)"
@@ -71,7 +73,7 @@ selftests: rdma-core stage ktest
 	$(MAKE) -C $(TOP)/tools/mpa-peer O=$(BUILD)/tools/mpa-peer
 	$(MAKE) -C $(TOP)/tools/demo O=$(BUILD)/tools/demo RDMA_PREFIX=$(RDMA_PREFIX)
 
-check: modules rdma-core selftests
+check: series-check modules rdma-core selftests
 	@SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
 		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
 		$(TOP)/selftests/run.sh
@@ -86,6 +88,12 @@ bench: modules rdma-core
 
 checkpatch: stage
 	@$(TOP)/tools/checkpatch.sh $(BUILD)/linux/pristine
+
+# Bisectability: every prefix of patches/linux/series builds (W=1, warnings
+# are errors), every patch passes checkpatch --strict. See Documentation/build.md.
+series-check: stage
+	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
+	@KDIR=$(KDIR) $(TOP)/tools/series-check.sh $(BUILD)
 
 install: install-modules install-userspace
 

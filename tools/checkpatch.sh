@@ -15,7 +15,10 @@ cp=$pristine/scripts/checkpatch.pl
 
 # checkpatch finds spelling.txt and const_structs.checkpatch next to itself.
 # Patches carry no Signed-off-by: they are not sent upstream from here.
-opts=(--no-tree --quiet --show-types --no-signoff --ignore FILE_PATH_CHANGES)
+# Their Fixes: tags name upstream kernel commits, which checkpatch would
+# look up in the git repository it runs in - ours, never a kernel tree.
+opts=(--no-tree --quiet --show-types --no-signoff --ignore FILE_PATH_CHANGES
+      --ignore UNKNOWN_COMMIT_ID)
 fail=0
 for p in "$top"/patches/linux/*.patch; do
 	[ -e "$p" ] || continue

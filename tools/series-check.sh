@@ -1,0 +1,281 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Bisectability check of the kernel patch series (patches/linux/series).
+#
+#   tools/series-check.sh [BUILD_DIR]
+#
+# In one scratch tree, BUILD_DIR/series-check/src, starting from the
+# pristine siw of BUILD_DIR/linux/pristine (make stage), for every patch
+# of the series in order:
+#
+#   1. apply it (patch -p1 -F0, as tools/stage-linux.sh does),
+#   2. run the kernel's checkpatch.pl --strict on it (the options of
+#      tools/checkpatch.sh plus --strict),
+#   3. rebuild siw.ko against the kernel headers: W=1, warnings are errors.
+#
+# The tree is built incrementally: after patch n only what it touched is
+# recompiled. What is built is the series alone (upstream's patched
+# Makefile, the patched uapi header ahead of the kernel's), without our
+# own files from drivers/ and include/.
+#
+# Fails on a patch that does not apply, on any compiler or modpost
+# warning, and on any checkpatch complaint that patches/linux/series-check.waivers
+# does not list (format: see there); a waiver no patch needs any more
+# fails as well.
+#
+# A prefix of the series that passed is remembered (BUILD_DIR/series-check.ok,
+# keyed by the content of the patches, this script, the waivers and the
+# kernel tree): the next run applies it without checking it again and
+# starts checking at the first patch that changed. SERIES_FORCE=1 checks
+# everything.
+#
+# Environment: KDIR (kernel build tree, default: newest installed 6.12),
+# SERIES_WERROR=0 (report warnings, do not fail on them), SERIES_JOBS
+# (make -j, default 1), SERIES_FORCE=1.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$top/build}
+pdir=$top/patches/linux
+series=$pdir/series
+waivers=$pdir/series-check.waivers
+pristine=$build/linux/pristine
+work=$build/series-check
+okdir=$build/series-check.ok
+src=$work/src
+siw=$src/drivers/infiniband/sw/siw
+werror=${SERIES_WERROR:-1}
+jobs=${SERIES_JOBS:-1}
+force=${SERIES_FORCE:-0}
+
+if [ -z "${KDIR:-}" ]; then
+	kver=$(ls -1d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | sort -V | tail -n 1)
+	KDIR=/lib/modules/$kver/build
+fi
+
+die() { echo "series-check: $*" >&2; exit 2; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+hash() { sha256sum | cut -c1-32; }
+
+[ -d "$KDIR" ] || die "no kernel build tree '$KDIR' (make deps)"
+[ -f "$pristine/scripts/checkpatch.pl" ] || die "pristine tree not staged (make stage)"
+[ -f "$series" ] || die "$series not found"
+
+# --- the series -------------------------------------------------------
+patches=()
+while read -r p _; do
+	case "$p" in ''|'#'*) continue ;; esac
+	[ -f "$pdir/$p" ] || die "series names missing patch $p"
+	patches+=("$p")
+done <"$series"
+n=${#patches[@]}
+[ "$n" -gt 0 ] || die "empty series"
+
+# Every patch file is in the series, the cover letter is not.
+for f in "$pdir"/*.patch; do
+	b=$(basename "$f")
+	[ "$b" = 0000-cover-letter.patch ] && continue
+	printf '%s\n' "${patches[@]}" | grep -qxF "$b" ||
+		die "$b is in $pdir but not in the series"
+done
+if printf '%s\n' "${patches[@]}" | grep -qxF 0000-cover-letter.patch; then
+	die "the cover letter must not be in the series"
+fi
+
+# --- checkpatch -------------------------------------------------------
+cp_opts=(--no-tree --quiet --show-types --strict --no-signoff
+	 --ignore FILE_PATH_CHANGES --ignore UNKNOWN_COMMIT_ID)
+
+# checkpatch_one PATCH USED: complaints on stdout; returns 0 if there
+# are none or each is waived. Appends the waivers it used to USED.
+checkpatch_one() {
+	local out rc
+	out=$(perl "$pristine/scripts/checkpatch.pl" "${cp_opts[@]}" "$1" 2>&1)
+	rc=$?
+	[ $rc = 0 ] && [ -z "$out" ] && return 0
+	# One paragraph per complaint: "LEVEL:TYPE: text", "#n: FILE: path:l:",
+	# the quoted lines. A waiver is TYPE, path and the first quoted added
+	# line (whitespace-trimmed), tab separated.
+	printf '%s\n' "$out" | perl -e '
+		my ($wfile, $used) = @ARGV;
+		my %w;
+		if (open(my $fh, "<", $wfile)) {
+			while (<$fh>) {
+				chomp;
+				next if /^\s*(#|$)/;
+				$w{$_} = 1;
+			}
+		}
+		open(my $uh, ">>", $used) or die "$used: $!";
+		local $/ = "";
+		my $bad = 0;
+		while (my $b = <STDIN>) {
+			next if $b =~ /^(total|NOTE): /;
+			my ($type) = $b =~ /^(?:ERROR|WARNING|CHECK):(\w+):/m;
+			if (!defined $type) {
+				print $b; $bad++; next;
+			}
+			my ($file) = $b =~ /^#\d+: FILE: ([^:]+):/m;
+			my ($code) = $b =~ /^\+(.*)$/m;
+			$file //= ""; $code //= "";
+			$code =~ s/^\s+|\s+$//g;
+			my $key = "$type\t$file\t$code";
+			if ($w{$key}) {
+				print $uh "$key\n";
+				$b =~ s/\n+$/\n/;
+				$b =~ s/^/(waived) /mg;
+			} else {
+				$bad++;
+			}
+			print $b;
+		}
+		exit($bad ? 1 : 0);
+	' "$waivers" "$2"
+}
+
+# --- build ------------------------------------------------------------
+# kbuild: problems on stdout; returns non-zero on a failed build, or on a
+# warning unless SERIES_WERROR=0.
+kbuild() {
+	local log=$work/build.log rc warn
+	make -C "$KDIR" M="$siw" W=1 ${werror:+KCFLAGS=-Werror} -j"$jobs" \
+		modules >"$log" 2>&1
+	rc=$?
+	warn=$(grep -E 'warning:|^WARNING:' "$log")
+	if [ $rc != 0 ]; then
+		grep -E 'error|warning|Error' "$log" | head -n 40
+		echo "(full log: $log)"
+		return 1
+	fi
+	[ -f "$siw/siw.ko" ] || { echo "no siw.ko built"; return 1; }
+	if [ -n "$warn" ]; then
+		printf '%s\n' "$warn"
+		[ -n "$werror" ] && return 1
+	fi
+	return 0
+}
+
+[ "$werror" = 0 ] && werror=
+start=$(now)
+
+# Prefix keys: h[0] covers everything but the patches, h[i] adds patch i.
+h=()
+h[0]=$({
+	cat "$0" "$waivers" 2>/dev/null
+	echo "$KDIR $(cat "$KDIR/include/config/kernel.release" 2>/dev/null)"
+	echo "werror=$werror"
+	cat "$build/linux/pristine.stamp" 2>/dev/null
+} | hash)
+for ((i = 1; i <= n; i++)); do
+	h[i]=$({ echo "${h[i - 1]}"; cat "$pdir/${patches[i - 1]}"; } | hash)
+done
+mkdir -p "$okdir"
+done_to=0
+if [ "$force" != 1 ]; then
+	while [ $done_to -lt $n ] && [ -f "$okdir/${h[done_to + 1]}" ]; do
+		done_to=$((done_to + 1))
+	done
+fi
+
+rm -rf "$work"
+mkdir -p "$siw" "$src/include/uapi/rdma"
+cp -r "$pristine/drivers/infiniband/sw/siw/." "$siw/"
+cp "$pristine/include/uapi/rdma/siw-abi.h" "$src/include/uapi/rdma/"
+used=$work/waivers.used
+: >"$used"
+cat >"$siw/Kbuild" <<'EOF'
+# generated by tools/series-check.sh: the series alone
+CONFIG_RDMA_SIW := m
+include $(src)/Makefile
+LINUXINCLUDE := -I$(src)/../../../../include/uapi $(LINUXINCLUDE)
+EOF
+
+echo "  SERIES  $n patches; KDIR=$KDIR; W=1${werror:+ -Werror}; checkpatch --strict"
+
+apply() {
+	patch -d "$src" -p1 -F0 -N -s --no-backup-if-mismatch \
+		-i "$pdir/$1" >"$work/patch.log" 2>&1 && return 0
+	sed 's/^/    /' "$work/patch.log"
+	return 1
+}
+
+row() { printf '  SERIES  [%2d/%d] %-52.52s %s\n' "$@"; }
+indent() { sed 's/^/    /'; }
+
+if [ $done_to = "$n" ]; then
+	echo "  SERIES  all $n prefixes passed before, unchanged (SERIES_FORCE=1 to check them again)"
+elif [ $done_to = 0 ]; then
+	t0=$(now)
+	out=$(kbuild)
+	rc=$?
+	row 0 "$n" "(pristine siw)" "build $([ $rc = 0 ] && echo ok || echo FAIL) $(secs "$t0" "$(now)")s"
+	[ -n "$out" ] && printf '%s\n' "$out" | indent
+	[ $rc = 0 ] || { echo "  SERIES  FAILED: pristine siw does not build"; exit 1; }
+fi
+
+fail=0
+times=()
+for ((i = 1; i <= n; i++)); do
+	p=${patches[i - 1]}
+	if [ $done_to = "$n" ]; then
+		# nothing changed since every prefix passed: no need to rebuild
+		cat "$okdir/${h[i]}" >>"$used"
+		continue
+	fi
+	if [ $i -le $done_to ]; then
+		apply "$p" || { row "$i" "$n" "$p" "does not apply"; exit 1; }
+		cat "$okdir/${h[i]}" >>"$used"
+		row "$i" "$n" "$p" "passed before"
+		continue
+	fi
+	t0=$(now)
+	apply "$p" || { row "$i" "$n" "$p" "does not apply"; fail=1; break; }
+	mine=$work/waivers.$i
+	: >"$mine"
+	cp_out=$(checkpatch_one "$pdir/$p" "$mine")
+	cp_rc=$?
+	t1=$(now)
+	b_out=$(kbuild)
+	b_rc=$?
+	t2=$(now)
+	times+=("$(secs "$t0" "$t2") $p")
+	row "$i" "$n" "$p" "$(printf 'checkpatch %-4s %4ss  build %-4s %5ss' \
+		"$([ $cp_rc = 0 ] && echo ok || echo FAIL)" "$(secs "$t0" "$t1")" \
+		"$([ $b_rc = 0 ] && echo ok || echo FAIL)" "$(secs "$t1" "$t2")")"
+	[ -n "$cp_out" ] && printf '%s\n' "$cp_out" | indent
+	[ -n "$b_out" ] && printf '%s\n' "$b_out" | indent
+	cat "$mine" >>"$used"
+	if [ $cp_rc = 0 ] && [ $b_rc = 0 ]; then
+		cp "$mine" "$okdir/${h[i]}"
+	else
+		fail=1
+	fi
+	if [ $b_rc != 0 ]; then
+		echo "  SERIES  build broken by $p"
+		break
+	fi
+done
+
+# Waivers that no patch of a complete run needed
+if [ $i -gt "$n" ] && [ -f "$waivers" ]; then
+	while IFS= read -r w; do
+		case "$w" in ''|'#'*) continue ;; esac
+		grep -qxF "$w" "$used" || {
+			echo "  SERIES  stale waiver: $w"
+			fail=1
+		}
+	done <"$waivers"
+fi
+
+if [ ${#times[@]} -gt 0 ]; then
+	echo "  SERIES  slowest: $(printf '%s\n' "${times[@]}" | sort -rn | head -n 3 |
+		awk '{ printf "%s%s %ss", (NR > 1 ? ", " : ""), substr($2, 1, 4), $1 }')"
+fi
+if [ $fail = 0 ]; then
+	echo "  SERIES  ok: each of the $n prefixes builds, every patch checkpatch --strict clean ($(secs "$start" "$(now)")s)"
+else
+	echo "  SERIES  FAILED ($(secs "$start" "$(now)")s)"
+fi
+exit $fail
