@@ -51,17 +51,8 @@
 #define LEN		4096
 #define NRECV		4
 #define MSGSZ		256
-#define PMAGIC		0x73776d69u	/* "siwm" */
-#define FIRST_SEND_DELAY_US 500000	/* see interop.c: responder race */
-
-struct pinfo {
-	uint32_t magic;
-	uint32_t len;
-	uint64_t addr;
-	uint64_t seed;
-	uint32_t rkey;
-	uint32_t pad;
-};
+/* the server's one message (struct ru_msg): target addr/len/rkey, seed */
+#define M_INFO		1
 
 static int tapn;
 static int tapfail;
@@ -77,26 +68,6 @@ static void tap(int ok, const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	tapfail += !ok;
-}
-
-/* 1 ours, 0 upstream, -1 unknown: the module of VM a (0) or b (1) */
-static int kind_of(int vm)
-{
-	const char *o = ru_env("SIWX_PAIR_ORDER", "");
-	const char *dash = strchr(o, '-');
-	char part[32];
-
-	if (!dash)
-		return -1;
-	if (vm == 0)
-		snprintf(part, sizeof(part), "%.*s", (int)(dash - o), o);
-	else
-		snprintf(part, sizeof(part), "%s", dash + 1);
-	if (!strcmp(part, "ours"))
-		return 1;
-	if (!strcmp(part, "upstream"))
-		return 0;
-	return -1;
 }
 
 static void fill(uint8_t *p, size_t n, uint64_t seed)
@@ -135,20 +106,10 @@ static void mem_put(struct mem *m)
 }
 
 /* receive slots posted before the connection is accepted/established */
-struct ctx {
-	struct mem rx;
-};
-
-static int prepost(struct ru_ep *e, void *arg)
+static void caps_for(struct ru_caps *caps, struct ru_chan *ch)
 {
-	struct ctx *c = arg;
-	int i, rc;
-
-	rc = mem_get(e->pd, NRECV * MSGSZ, &c->rx);
-	for (i = 0; !rc && i < NRECV; i++)
-		rc = ru_post_recv_mr(e->qp, NULL, c->rx.mr, c->rx.p + i * MSGSZ,
-				      MSGSZ, i);
-	return rc;
+	ru_caps_default(caps);
+	ru_chan_caps(caps, ch, NRECV, MSGSZ, MSGSZ, IM_ACC);
 }
 
 /* ---- server -------------------------------------------------------------- */
@@ -159,23 +120,17 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 	struct ru_listener l;
 	struct ru_ep s;
 	struct ru_caps cfg;
-	struct ctx c;
-	struct mem tgt, msg;
-	struct pinfo pi;
-	struct ibv_sge sg;
+	struct ru_chan c;
+	struct mem tgt;
+	struct ru_msg pi;
 	struct ru_wc w;
 	char buf[200];
 	uint64_t seed = ru_random_seed(), t0;
 	int rc, got_imm = 0, got_err = 0, placed;
 	int connect_ms = (int)ru_env_long("SIWX_IMM_PROBE_CONNECT_MS", 240000);
 
-	memset(&c, 0, sizeof(c));
 	memset(&tgt, 0, sizeof(tgt));
-	memset(&msg, 0, sizeof(msg));
-	ru_caps_default(&cfg);
-	cfg.max_recv_wr = NRECV + 2;
-	cfg.on_qp = prepost;
-	cfg.on_qp_arg = &c;
+	caps_for(&cfg, &c);
 	printf("TAP version 13\n1..3\n");
 	printf("# imm_probe server on %s:%u, expecting the probe to be %s\n",
 	       local, port, expect);
@@ -186,8 +141,6 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 		rc = ru_ep_wait_established(&s, 30000);
 	if (!rc)
 		rc = mem_get(s.pd, LEN + RU_GUARD, &tgt);
-	if (!rc)
-		rc = mem_get(s.pd, MSGSZ, &msg);
 	tap(!rc, "imm_probe.server.connect");
 	if (rc) {
 		printf("# %s\n", ru_errmsg());
@@ -197,18 +150,14 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 	}
 	fill(tgt.p, LEN + RU_GUARD, ~seed);
 	memset(&pi, 0, sizeof(pi));
-	pi.magic = PMAGIC;
+	pi.type = M_INFO;
 	pi.len = LEN;
 	pi.addr = (uintptr_t)tgt.p;
 	pi.rkey = tgt.mr->rkey;
 	pi.seed = seed;
-	memcpy(msg.p, &pi, sizeof(pi));
-	usleep(FIRST_SEND_DELAY_US);
-	sg.addr = (uintptr_t)msg.p;
-	sg.length = sizeof(pi);
-	sg.lkey = msg.mr->lkey;
-	rc = ru_post_sge(s.qp, IBV_WR_SEND, &sg, 1, 0, 0, 0, IBV_SEND_SIGNALED, 1);
-	if (!rc && ru_poll_send(&s, &w, 30000) == 1 && w.status == IBV_WC_SUCCESS)
+	usleep(RU_FIRST_SEND_DELAY_US);
+	rc = ru_msg_send(&s, &c, &pi, 30000);
+	if (!rc)
 		printf("# told the client: target 0x%llx rkey 0x%x, seed 0x%llx\n",
 		       (unsigned long long)pi.addr, pi.rkey,
 		       (unsigned long long)seed);
@@ -276,9 +225,8 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 	if (s.established && !s.disconnected)
 		ru_ep_wait_disconnected(&s, 15000);
 	mem_put(&tgt);
-	mem_put(&msg);
 	ru_ep_close(&s);
-	mem_put(&c.rx);
+	ru_chan_free(&c);
 	ru_listener_close(&l);
 	return tapfail ? 1 : 0;
 }
@@ -286,7 +234,7 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 /* ---- client -------------------------------------------------------------- */
 
 static int connect_retry(struct ru_ep *m, const char *local, const char *peer,
-			 uint16_t port, const struct ru_caps *cfg, struct ctx *c,
+			 uint16_t port, const struct ru_caps *cfg, struct ru_chan *c,
 			 int retry_ms)
 {
 	uint64_t deadline = ru_now_ms() + (uint64_t)retry_ms;
@@ -300,7 +248,7 @@ static int connect_retry(struct ru_ep *m, const char *local, const char *peer,
 		if (!rc)
 			return 0;
 		ru_ep_close(m);
-		mem_put(&c->rx);
+		ru_chan_free(c);
 		if (ru_now_ms() >= deadline)
 			return ru_fail(rc, "gave up after %d tries: %s", tries,
 				       ru_errmsg());
@@ -313,23 +261,19 @@ static int run_client(const char *local, const char *peer, uint16_t port,
 {
 	struct ru_ep m;
 	struct ru_caps cfg;
-	struct ctx c;
+	struct ru_chan c;
 	struct mem src, sink;
-	struct pinfo pi;
+	struct ru_msg pi;
 	struct ibv_sge sg;
-	struct ru_wc w[2], rw;
+	struct ru_wc w[2];
 	char buf[200];
 	uint64_t t0, tw[2] = { 0, 0 };
 	int rc, i, n = 0, first_err = -1, ok_after_err = 0, st;
 	int connect_ms = (int)ru_env_long("SIWX_IMM_PROBE_CONNECT_MS", 240000);
 
-	memset(&c, 0, sizeof(c));
 	memset(&src, 0, sizeof(src));
 	memset(&sink, 0, sizeof(sink));
-	ru_caps_default(&cfg);
-	cfg.max_recv_wr = NRECV + 2;
-	cfg.on_qp = prepost;
-	cfg.on_qp_arg = &c;
+	caps_for(&cfg, &c);
 	printf("TAP version 13\n1..4\n");
 	printf("# imm_probe client %s -> %s:%u, expecting the probe to be %s "
 	       "within %d ms\n", local, peer, port, expect, limit_ms);
@@ -338,17 +282,11 @@ static int run_client(const char *local, const char *peer, uint16_t port,
 		rc = mem_get(m.pd, LEN, &src);
 	if (!rc)
 		rc = mem_get(m.pd, LEN, &sink);
-	if (!rc) {
-		rc = ru_poll_recv(&m, &rw, 60000) == 1 ? 0 : -ETIMEDOUT;
-		if (!rc && (rw.status != IBV_WC_SUCCESS || rw.byte_len != sizeof(pi)))
-			rc = ru_fail(EPROTO, "server's message: %s",
-				     ru_wc_str(&rw, buf, sizeof(buf)));
-		if (!rc) {
-			memcpy(&pi, c.rx.p + rw.wr_id * MSGSZ, sizeof(pi));
-			if (pi.magic != PMAGIC || pi.len != LEN)
-				rc = ru_fail(EPROTO, "server's message: bad magic/len");
-		}
-	}
+	if (!rc)
+		rc = ru_msg_recv(&m, &c, M_INFO, &pi, 60000);
+	if (!rc && pi.len != LEN)
+		rc = ru_fail(EPROTO, "server's message: len %llu, not %d",
+			     (unsigned long long)pi.len, LEN);
 	tap(!rc, "imm_probe.client.connect");
 	if (rc) {
 		printf("# %s\n", ru_errmsg());
@@ -441,7 +379,7 @@ static int run_client(const char *local, const char *peer, uint16_t port,
 	mem_put(&src);
 	mem_put(&sink);
 	ru_ep_close(&m);
-	mem_put(&c.rx);
+	ru_chan_free(&c);
 	return tapfail ? 1 : 0;
 }
 
@@ -485,7 +423,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!role) {
-		int ka = kind_of(0), kb = kind_of(1);
+		int ka = ru_pair_kind(0), kb = ru_pair_kind(1);
 
 		/* the siwx side probes; siwx on both or unknown: b probes */
 		if (ka == 1 && kb == 0)
@@ -497,7 +435,7 @@ int main(int argc, char **argv)
 	}
 	if (!expect) {
 		/* what the server's module does decides, on both sides */
-		int ks = !strcmp(role, "server") ? kind_of(me) : kind_of(!me);
+		int ks = !strcmp(role, "server") ? ru_pair_kind(me) : ru_pair_kind(!me);
 
 		expect = ks == 0 ? "refused" : ks == 1 ? "accepted" : "any";
 	}

@@ -547,6 +547,7 @@ int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
 	rc = parse_addr(dst, port, &dss);
 	if (rc)
 		return rc;
+	c->port = port;
 	c->ch = ru_new_channel();
 	if (!c->ch)
 		return ru_fail(errno, "rdma_create_event_channel: %s",
@@ -639,6 +640,7 @@ int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
 	if (rc)
 		return rc;
 	s->id = id;
+	s->port = l->port;
 	s->ch = ru_new_channel();
 	if (!s->ch)
 		return ru_fail(errno, "rdma_create_event_channel: %s",
@@ -1142,4 +1144,164 @@ const char *ru_qp_state_str(int s)
 	case IBV_QPS_ERR: return "ERR";
 	default: return s < 0 ? "query-failed" : "unknown";
 	}
+}
+
+/* ---- the pair topology -------------------------------------------------- */
+
+int ru_pair_role(void)
+{
+	const char *r = ru_env("SIWX_ROLE", "");
+
+	return !strcmp(r, "a") ? 'a' : !strcmp(r, "b") ? 'b' : 0;
+}
+
+int ru_pair_kind(int vm)
+{
+	const char *o = ru_env("SIWX_PAIR_ORDER", "");
+	const char *dash = strchr(o, '-');
+	char part[32];
+
+	if (!dash)
+		return -1;
+	if (vm == 0)
+		snprintf(part, sizeof(part), "%.*s", (int)(dash - o), o);
+	else
+		snprintf(part, sizeof(part), "%s", dash + 1);
+	if (!strcmp(part, "ours"))
+		return 1;
+	if (!strcmp(part, "upstream"))
+		return 0;
+	return -1;
+}
+
+/* ---- control messages --------------------------------------------------- */
+
+void ru_chan_caps(struct ru_caps *caps, struct ru_chan *ch, int nslot,
+		  size_t slot, size_t txlen, int access)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->nslot = nslot;
+	ch->slot = slot;
+	ch->txlen = txlen;
+	ch->access = access;
+	ch->next_id = 1000;
+	caps->max_recv_wr = (uint32_t)nslot + 2;
+	caps->on_qp = ru_chan_prepost;
+	caps->on_qp_arg = ch;
+}
+
+int ru_chan_prepost(struct ru_ep *e, void *chan)
+{
+	struct ru_chan *ch = chan;
+	int i, rc;
+
+	rc = ru_buf_alloc(&ch->rx, e->pd, (size_t)ch->nslot * ch->slot,
+			  ch->access);
+	if (!rc)
+		rc = ru_buf_alloc(&ch->tx, e->pd, ch->txlen, ch->access);
+	for (i = 0; !rc && i < ch->nslot; i++)
+		rc = ru_post_recv(e, &ch->rx, (size_t)i * ch->slot, ch->slot,
+				  (uint64_t)i);
+	return rc;
+}
+
+void ru_chan_free(struct ru_chan *ch)
+{
+	ru_buf_free(&ch->rx);
+	ru_buf_free(&ch->tx);
+}
+
+int ru_chan_send_tx(struct ru_ep *e, struct ru_chan *ch, size_t len,
+		    int timeout_ms)
+{
+	uint64_t id = ++ch->next_id;
+	struct ibv_wc wc;
+	int rc;
+
+	rc = ru_post_send(e, IBV_WR_SEND, &ch->tx, 0, len, 0, 0, id,
+			  IBV_SEND_SIGNALED);
+	if (!rc)
+		rc = ru_expect_success(e->scq, id, &wc, timeout_ms);
+	if (rc)
+		return ru_fail(rc, "port %u: Send of %zu bytes: %s", e->port,
+			       len, ru_errmsg());
+	return 0;
+}
+
+int ru_chan_next(struct ru_ep *e, struct ru_chan *ch, struct ibv_wc *wc,
+		 uint8_t **slot, int timeout_ms)
+{
+	int rc = ru_poll(e->rcq, wc, timeout_ms);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return ru_fail(ETIMEDOUT, "port %u: no message from the peer "
+			       "within %d ms; QP %s", e->port, timeout_ms,
+			       ru_qp_state_str(ru_qp_state(e->qp)));
+	if (wc->status != IBV_WC_SUCCESS)
+		return ru_fail(EIO, "port %u: receive failed: %s", e->port,
+			       ibv_wc_status_str(wc->status));
+	if (wc->wr_id >= (uint64_t)ch->nslot)
+		return ru_fail(EPROTO, "port %u: receive wr_id %llu is no slot",
+			       e->port, (unsigned long long)wc->wr_id);
+	*slot = ch->rx.addr + wc->wr_id * ch->slot;
+	return 0;
+}
+
+int ru_chan_release(struct ru_ep *e, struct ru_chan *ch, uint64_t slot)
+{
+	return ru_post_recv(e, &ch->rx, slot * ch->slot, ch->slot, slot);
+}
+
+int ru_msg_send(struct ru_ep *e, struct ru_chan *ch, const struct ru_msg *m,
+		int timeout_ms)
+{
+	memcpy(ch->tx.addr, m, sizeof(*m));
+	((struct ru_msg *)ch->tx.addr)->magic = RU_MSG_MAGIC;
+	return ru_chan_send_tx(e, ch, sizeof(*m), timeout_ms);
+}
+
+int ru_msg_recv(struct ru_ep *e, struct ru_chan *ch, uint32_t type,
+		struct ru_msg *m, int timeout_ms)
+{
+	struct ibv_wc wc;
+	uint8_t *p;
+	int rc;
+
+	rc = ru_chan_next(e, ch, &wc, &p, timeout_ms);
+	if (rc)
+		return ru_fail(rc, "waiting for message type %u: %s", type,
+			       ru_errmsg());
+	memset(m, 0, sizeof(*m));
+	memcpy(m, p, wc.byte_len < sizeof(*m) ? wc.byte_len : sizeof(*m));
+	rc = ru_chan_release(e, ch, wc.wr_id);
+	if (rc)
+		return rc;
+	if (wc.byte_len != sizeof(*m) || m->magic != RU_MSG_MAGIC ||
+	    m->type != type)
+		return ru_fail(EPROTO, "port %u: got %u bytes, magic 0x%x, type "
+			       "%u; want a message (%zu bytes) of type %u",
+			       e->port, wc.byte_len, m->magic, m->type,
+			       sizeof(*m), type);
+	return 0;
+}
+
+int ru_msg_exchange(struct ru_ep *e, struct ru_chan *ch, int initiator,
+		    const struct ru_msg *mine, struct ru_msg *peer,
+		    int timeout_ms)
+{
+	int rc;
+
+	if (initiator) {
+		ru_sleep_us(RU_FIRST_SEND_DELAY_US);
+		rc = ru_msg_send(e, ch, mine, timeout_ms);
+		if (!rc)
+			rc = ru_msg_recv(e, ch, mine->type, peer, timeout_ms);
+		return rc;
+	}
+	rc = ru_msg_recv(e, ch, mine->type, peer, timeout_ms);
+	if (!rc)
+		rc = ru_msg_send(e, ch, mine, timeout_ms);
+	return rc;
 }

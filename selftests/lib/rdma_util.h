@@ -130,6 +130,7 @@ struct ru_ep {
 	struct ibv_cq *scq;
 	struct ibv_cq *rcq;
 	struct ibv_qp *qp;
+	uint16_t port;			/* the listener's (host order) */
 	int established;
 	int disconnected;		/* DISCONNECTED event seen */
 	/* what ru_caps asked for beyond the default */
@@ -337,18 +338,101 @@ struct rdma_event_channel *ru_new_channel(void);
 /* Drain pending events of an ep's channel, updating its flags. */
 void ru_ep_pump_events(struct ru_ep *e);
 
-/* ---- a tiny control protocol over Sends (interop) ---------------------- */
+/* ---- the pair topology (two VMs) ---------------------------------------- */
+
+/*
+ * SIWX_ROLE: 'a' (listens on SIWX_LOCAL) or 'b' (connects from SIWX_LOCAL
+ * to SIWX_PEER, retrying while a boots); 0 when neither.
+ */
+int ru_pair_role(void);
+/*
+ * Which module runs in VM a (vm 0) or b (vm 1), from SIWX_PAIR_ORDER
+ * (ours-ours, ours-upstream, upstream-ours): 1 ours, 0 upstream, -1
+ * unknown.
+ */
+int ru_pair_kind(int vm);
+
+/* ---- a tiny control protocol over Sends (the pair suites) ------------- */
 
 struct ru_msg {
-	uint32_t magic;
-	uint32_t type;
-	uint64_t addr;
-	uint64_t len;
-	uint64_t seed;
-	uint32_t rkey;
-	uint32_t status;
+	uint32_t magic;		/* RU_MSG_MAGIC */
+	uint32_t type;		/* the suite's message types */
+	uint64_t addr;		/* a region of the sender's ... */
+	uint64_t len;		/* ... its length */
+	uint64_t seed;		/* ... the seed of its pattern */
+	uint32_t rkey;		/* ... its rkey */
+	uint32_t status;	/* verdicts: failures seen by the sender */
+	uint64_t value;		/* a value (e.g. of a target word) */
+	uint64_t addr2;		/* a second region (e.g. a log) ... */
+	uint32_t rkey2;		/* ... its rkey */
+	uint32_t cap;		/* e.g. the sender's device atomic_cap */
+	uint32_t count;		/* e.g. iterations */
+	uint32_t pad;
 };
 
 #define RU_MSG_MAGIC	0x73697778u	/* "siwx" */
+
+/*
+ * The message side of a connection: nslot receive slots of slot bytes
+ * (rx), posted from before the connection is accepted/established, and
+ * a staging buffer of txlen bytes for what is sent (tx). Every Send the
+ * peer makes lands in a slot, in the order both sides know.
+ */
+struct ru_chan {
+	struct ru_buf rx, tx;
+	int nslot;
+	size_t slot;
+	size_t txlen;
+	int access;		/* of both buffers */
+	uint64_t next_id;	/* wr_id of the next Send */
+};
+
+/*
+ * Set the channel's geometry and make caps post its receives (caps->on_qp
+ * = ru_chan_prepost, max_recv_wr = nslot + 2). A suite that needs more in
+ * on_qp calls ru_chan_prepost() from its own.
+ */
+void ru_chan_caps(struct ru_caps *caps, struct ru_chan *ch, int nslot,
+		  size_t slot, size_t txlen, int access);
+/* on_qp: allocate rx and tx in e's PD, post the nslot receives */
+int ru_chan_prepost(struct ru_ep *e, void *chan);
+void ru_chan_free(struct ru_chan *ch);
+
+/* Send tx[0, len) and wait (timeout_ms) for its successful completion. */
+int ru_chan_send_tx(struct ru_ep *e, struct ru_chan *ch, size_t len,
+		    int timeout_ms);
+/*
+ * Wait for the next Send of the peer: *slot is its receive slot, wc its
+ * completion (IBV_WC_SUCCESS and a slot wr_id checked). Hand the slot
+ * back with ru_chan_release().
+ */
+int ru_chan_next(struct ru_ep *e, struct ru_chan *ch, struct ibv_wc *wc,
+		 uint8_t **slot, int timeout_ms);
+int ru_chan_release(struct ru_ep *e, struct ru_chan *ch, uint64_t slot);
+/* m (magic set here) as one Send; waits for its completion */
+int ru_msg_send(struct ru_ep *e, struct ru_chan *ch, const struct ru_msg *m,
+		int timeout_ms);
+/* The next Send of the peer: a struct ru_msg of this type, or an error. */
+int ru_msg_recv(struct ru_ep *e, struct ru_chan *ch, uint32_t type,
+		struct ru_msg *m, int timeout_ms);
+
+/*
+ * One message each way, the initiator (b, the MPA initiator) first, as
+ * iWARP requires when no RTR is negotiated (upstream siw: peer_to_peer
+ * off); a responder FPDU that reaches upstream siw together with the MPA
+ * Reply makes the initiator fail the connect ("extra data after MPA
+ * Reply").
+ *
+ * The initiator waits RU_FIRST_SEND_DELAY_US before its first Send:
+ * upstream siw_accept() sends the MPA Reply before it hooks the socket to
+ * the QP, and an FPDU arriving in that window is never processed (no
+ * later data_ready upcall), leaving both sides waiting. That responder
+ * race is a bug of its own, not an interoperability question, so the
+ * pair suites step around it.
+ */
+#define RU_FIRST_SEND_DELAY_US	500000
+int ru_msg_exchange(struct ru_ep *e, struct ru_chan *ch, int initiator,
+		    const struct ru_msg *mine, struct ru_msg *peer,
+		    int timeout_ms);
 
 #endif /* SIWX_RDMA_UTIL_H */
