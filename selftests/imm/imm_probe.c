@@ -233,29 +233,6 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 
 /* ---- client -------------------------------------------------------------- */
 
-static int connect_retry(struct ru_ep *m, const char *local, const char *peer,
-			 uint16_t port, const struct ru_caps *cfg, struct ru_chan *c,
-			 int retry_ms)
-{
-	uint64_t deadline = ru_now_ms() + (uint64_t)retry_ms;
-	int rc, tries = 0;
-
-	for (;;) {
-		tries++;
-		rc = ru_client_start(m, local, peer, port, cfg, 5000);
-		if (!rc)
-			rc = ru_ep_wait_established(m, 30000);
-		if (!rc)
-			return 0;
-		ru_ep_close(m);
-		ru_chan_free(c);
-		if (ru_now_ms() >= deadline)
-			return ru_fail(rc, "gave up after %d tries: %s", tries,
-				       ru_errmsg());
-		usleep(500000);
-	}
-}
-
 static int run_client(const char *local, const char *peer, uint16_t port,
 		      const char *expect, int limit_ms)
 {
@@ -277,7 +254,7 @@ static int run_client(const char *local, const char *peer, uint16_t port,
 	printf("TAP version 13\n1..4\n");
 	printf("# imm_probe client %s -> %s:%u, expecting the probe to be %s "
 	       "within %d ms\n", local, peer, port, expect, limit_ms);
-	rc = connect_retry(&m, local, peer, port, &cfg, &c, connect_ms);
+	rc = ru_connect(&m, local, peer, port, &cfg, connect_ms);
 	if (!rc)
 		rc = mem_get(m.pd, LEN, &src);
 	if (!rc)

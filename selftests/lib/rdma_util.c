@@ -1195,6 +1195,7 @@ int ru_chan_prepost(struct ru_ep *e, void *chan)
 	struct ru_chan *ch = chan;
 	int i, rc;
 
+	ru_chan_free(ch);	/* what an earlier attempt (ru_connect) left */
 	rc = ru_buf_alloc(&ch->rx, e->pd, (size_t)ch->nslot * ch->slot,
 			  ch->access);
 	if (!rc)

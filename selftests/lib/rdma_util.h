@@ -394,7 +394,10 @@ struct ru_chan {
  */
 void ru_chan_caps(struct ru_caps *caps, struct ru_chan *ch, int nslot,
 		  size_t slot, size_t txlen, int access);
-/* on_qp: allocate rx and tx in e's PD, post the nslot receives */
+/*
+ * on_qp: allocate rx and tx in e's PD (freeing those of an earlier
+ * attempt), post the nslot receives
+ */
 int ru_chan_prepost(struct ru_ep *e, void *chan);
 void ru_chan_free(struct ru_chan *ch);
 
