@@ -153,6 +153,25 @@ static int exchange_info(struct pconn *c, const struct ru_msg *mine,
 	return ru_msg_exchange(&c->ep, &c->ch, !is_a(), mine, peer, IO_MS);
 }
 
+/*
+ * The probe: FetchAdd(0) (wr_id 1) of the peer's word into rb, whose 8
+ * result bytes are 0xc3 before. 0 or a positive errno (post_atomic).
+ */
+static int post_probe(struct ru_ep *ep, struct ru_buf *rb,
+		      const struct ru_msg *peer)
+{
+	struct aop op;
+
+	memset(rb->addr, 0xc3, 64);
+	memset(&op, 0, sizeof(op));
+	op.kind = AOP_FA;
+	op.add = 0;
+	op.raddr = peer->addr;
+	op.rkey = peer->rkey;
+	return post_atomic(ep->qp, NULL, API_POST, &op, (uintptr_t)rb->addr,
+			   rb->mr->lkey, 1, IBV_SEND_SIGNALED);
+}
+
 /* ---- siwx on both sides ------------------------------------------------------ */
 
 FIXTURE(siwx) {
@@ -200,7 +219,6 @@ TEST_F_TIMEOUT(siwx, fetch_add_0_probe, 300)
 	uint64_t val = ru_random_seed(), got;
 	struct ru_buf rb = {};
 	struct ibv_wc wc;
-	struct aop op;
 	int rc, fails = 0;
 	void *p;
 
@@ -230,14 +248,7 @@ TEST_F_TIMEOUT(siwx, fetch_add_0_probe, 300)
 	EXPECT_EQ((uint32_t)IBV_ATOMIC_HCA, mine.cap);
 	EXPECT_EQ((uint32_t)IBV_ATOMIC_HCA, peer.cap);
 
-	memset(rb.addr, 0xc3, 64);
-	memset(&op, 0, sizeof(op));
-	op.kind = AOP_FA;
-	op.add = 0;
-	op.raddr = peer.addr;
-	op.rkey = peer.rkey;
-	rc = post_atomic(c->ep.qp, NULL, API_POST, &op, (uintptr_t)rb.addr,
-			 rb.mr->lkey, 1, IBV_SEND_SIGNALED);
+	rc = post_probe(&c->ep, &rb, &peer);
 	ASSERT_EQ(0, rc) TH_LOG("post: %s", strerror(rc));
 	rc = ru_poll(c->ep.scq, &wc, 5000);
 	ASSERT_EQ(1, rc) TH_LOG("FetchAdd(0) did not complete within 5 s");
@@ -650,7 +661,6 @@ TEST_F_TIMEOUT(upstream, fetch_add_0_probe_refused, 300)
 	struct ru_buf rb = {};
 	struct ibv_wc wc;
 	uint64_t val, t0;
-	struct aop op;
 	int rc, i;
 
 	up_open(_metadata, self, 4, &peer, &val);
@@ -666,15 +676,8 @@ TEST_F_TIMEOUT(upstream, fetch_add_0_probe_refused, 300)
 		return;
 	}
 	RU_ASSERT_OK(ru_buf_alloc(&rb, self->c.ep.pd, 64, IBV_ACCESS_LOCAL_WRITE));
-	memset(rb.addr, 0xc3, 64);
-	memset(&op, 0, sizeof(op));
-	op.kind = AOP_FA;
-	op.add = 0;
-	op.raddr = peer.addr;
-	op.rkey = peer.rkey;
 	t0 = ru_now_ms();
-	rc = post_atomic(self->c.ep.qp, NULL, API_POST, &op, (uintptr_t)rb.addr,
-			 rb.mr->lkey, 1, IBV_SEND_SIGNALED);
+	rc = post_probe(&self->c.ep, &rb, &peer);
 	ASSERT_EQ(0, rc) TH_LOG("post FetchAdd(0): %s", strerror(rc));
 	rc = ru_poll(self->c.ep.scq, &wc, 5000);
 	ASSERT_EQ(1, rc) TH_LOG("the probe did not complete within 5 s");
