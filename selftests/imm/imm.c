@@ -1357,9 +1357,40 @@ static int post_list(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	return rc < 0 ? -rc : rc;
 }
 
-TEST_F_TIMEOUT(imm, post_errors, 120)
+/*
+ * The post-error tests' buffers: b[0] npage KiB of client source (the
+ * seed's pattern), b[1] npage pages of server target (0x5a), b[2] npage
+ * receive slots, nrecv of them posted (wr_id 50..); sg[0..5]: 10 bytes
+ * each, 100 bytes apart, of b[0].
+ */
+static void errors_setup(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(imm) *self, struct ibv_sge *sg, int npage,
+			 int nrecv)
 {
 	struct ru_buf *src = &self->b[0], *tgt = &self->b[1], *rb = &self->b[2];
+	size_t slen = (size_t)npage * 1024;
+	int i;
+
+	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.pd, slen, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.pd, (size_t)npage * 4096,
+				  IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(rb, self->srv.pd, (size_t)npage * RSLOT,
+				  IM_ACC));
+	ru_fill(src->addr, slen, self->seed);
+	memset(tgt->addr, 0x5a, (size_t)npage * 4096);
+	for (i = 0; i < 6; i++) {
+		sg[i].addr = (uintptr_t)src->addr + 100 * i;
+		sg[i].length = 10;
+		sg[i].lkey = src->mr->lkey;
+	}
+	for (i = 0; i < nrecv; i++)
+		RU_ASSERT_OK(ru_post_recv_mr(self->srv.qp, NULL, rb->mr,
+					     rb->addr + i * RSLOT, RPOST, 50 + i));
+}
+
+TEST_F_TIMEOUT(imm, post_errors, 120)
+{
+	struct ru_buf *src = &self->b[0], *tgt = &self->b[1];
 	struct ibv_sge sg[6];
 	struct ibv_send_wr wr[3], *bad;
 	struct ru_caps cc, sc;
@@ -1375,20 +1406,8 @@ TEST_F_TIMEOUT(imm, post_errors, 120)
 	cc.max_send_sge = 6;
 	cc.max_inline = 80;
 	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
-	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.pd, 8192, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.pd, 8 * 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(rb, self->srv.pd, 8 * RSLOT, IM_ACC));
+	errors_setup(_metadata, self, sg, 8, 4);
 	t = tgt->addr;
-	ru_fill(src->addr, 8192, self->seed);
-	memset(t, 0x5a, 8 * 4096);
-	for (i = 0; i < 6; i++) {
-		sg[i].addr = (uintptr_t)src->addr + 100 * i;
-		sg[i].length = 10;
-		sg[i].lkey = src->mr->lkey;
-	}
-	for (i = 0; i < 4; i++)
-		RU_ASSERT_OK(ru_post_recv_mr(self->srv.qp, NULL, rb->mr,
-					      rb->addr + i * RSLOT, RPOST, 50 + i));
 	imm = im_rand_imm(&self->rng);
 
 	/* Send with Immediate has no RFC 7306 encoding */
@@ -1507,7 +1526,7 @@ TEST_F_TIMEOUT(imm, post_errors, 120)
 
 TEST_F_TIMEOUT(imm, qp_ex_post_errors, 120)
 {
-	struct ru_buf *src = &self->b[0], *tgt = &self->b[1], *rb = &self->b[2];
+	struct ru_buf *src = &self->b[0], *tgt = &self->b[1];
 	struct ibv_sge sg[6];
 	struct ibv_qp_ex *qpx;
 	struct ru_caps cc, sc;
@@ -1555,20 +1574,8 @@ TEST_F_TIMEOUT(imm, qp_ex_post_errors, 120)
 		if (bad)
 			ibv_destroy_qp(bad);
 	}
-	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.pd, 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.pd, 4 * 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(rb, self->srv.pd, 4 * RSLOT, IM_ACC));
+	errors_setup(_metadata, self, sg, 4, 2);
 	t = tgt->addr;
-	ru_fill(src->addr, 4096, self->seed);
-	memset(t, 0x5a, 4 * 4096);
-	for (i = 0; i < 6; i++) {
-		sg[i].addr = (uintptr_t)src->addr + 100 * i;
-		sg[i].length = 10;
-		sg[i].lkey = src->mr->lkey;
-	}
-	for (i = 0; i < 2; i++)
-		RU_ASSERT_OK(ru_post_recv_mr(self->srv.qp, NULL, rb->mr,
-					      rb->addr + i * RSLOT, RPOST, 50 + i));
 
 	/* 6 SGEs, in a batch with a good one: the whole batch is refused */
 	ibv_wr_start(qpx);
