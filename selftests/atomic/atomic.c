@@ -49,28 +49,6 @@
 #define WAIT_MS		15000	/* any single completion */
 #define PAGE		4096
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static uint64_t ld64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static void st64(void *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
 /* ---- model ----------------------------------------------------------------- */
 
 /*
@@ -182,7 +160,7 @@ TEST(model_self_check)
 	uint64_t s = 42;
 
 	for (i = 0; i < 20000; i++) {
-		uint64_t m = rng_next(&s), a = rng_next(&s), f;
+		uint64_t m = ru_rng(&s), a = ru_rng(&s), f;
 
 		ASSERT_EQ(m + a, model_fetch_add(m, a, 0));
 		/* boundary after every 16-bit field == four 16-bit adds */
@@ -262,50 +240,19 @@ TEST(device_caps)
 
 /* ---- connections ----------------------------------------------------------- */
 
-struct aconn {
-	struct ru_listener l;
-	struct ru_ep cli, srv;
-	struct ibv_qp_ex *qpx;
-};
-
-static int aconn_open(struct aconn *c, int want_qpx, const struct ru_caps *cc,
+/* Both ends in this process; with want_qpx the client has an ibv_qp_ex. */
+static int aconn_open(struct ru_pair *c, int want_qpx, const struct ru_caps *cc,
 		      const struct ru_caps *sc)
 {
-	struct ru_caps def;
-	int rc;
+	struct ru_caps ccaps;
 
-	memset(c, 0, sizeof(*c));
-	ru_caps_default(&def);
-	rc = ru_listen(&c->l, ru_addr0(), 0, 8);
-	if (rc)
-		return ax_fail(rc, "%s", ru_errmsg());
-	rc = ax_client_start(&c->cli, ru_addr1(), ru_addr0(), c->l.port,
-			     cc ? cc : &def, want_qpx, &c->qpx);
-	if (rc)
-		return rc;
-	rc = ax_accept_start(&c->l, &c->srv, sc ? sc : &def, NULL, RU_TIMEOUT_MS);
-	if (rc)
-		return rc;
-	rc = ru_ep_wait_established(&c->srv, RU_TIMEOUT_MS);
-	if (!rc)
-		rc = ru_client_finish(&c->cli, RU_TIMEOUT_MS);
-	return rc ? ax_fail(rc, "%s", ru_errmsg()) : 0;
+	if (cc)
+		ccaps = *cc;
+	else
+		ru_caps_default(&ccaps);
+	ccaps.send_ops = want_qpx ? AX_SEND_OPS : 0;
+	return ru_pair_open(c, &ccaps, sc);
 }
-
-static void aconn_close(struct aconn *c)
-{
-	ru_ep_close(&c->cli);
-	ru_ep_close(&c->srv);
-	ru_listener_close(&c->l);
-	c->qpx = NULL;
-}
-
-#define AX_ASSERT_OK(expr) do {						\
-	int __rc = (expr);						\
-	if (__rc)							\
-		TH_LOG("%s -> %d: %s", #expr, __rc, ax_errmsg());	\
-	ASSERT_EQ(0, __rc);						\
-} while (0)
 
 /* ---- semantics ------------------------------------------------------------ */
 
@@ -326,7 +273,7 @@ static const size_t target_offs[] = {
 #define NTARGETS (int)(sizeof(target_offs) / sizeof(target_offs[0]))
 
 FIXTURE(semantics) {
-	struct aconn c;
+	struct ru_pair c;
 	struct ru_buf tgt, res;
 	uint8_t *tmodel, *rmodel;
 	uint64_t seed;
@@ -349,7 +296,7 @@ FIXTURE_SETUP(semantics)
 	self->seed = ru_random_seed();
 	printf("# API %s, seed 0x%llx\n", api_name(variant->api),
 	       (unsigned long long)self->seed);
-	AX_ASSERT_OK(aconn_open(&self->c, variant->api != API_POST, NULL,
+	RU_ASSERT_OK(aconn_open(&self->c, variant->api != API_POST, NULL,
 				NULL));
 	RU_ASSERT_OK(ru_buf_alloc(&self->tgt, self->c.srv.pd, TLEN, ACC_ATOMIC));
 	RU_ASSERT_OK(ru_buf_alloc(&self->res, self->c.cli.pd, NSLOTS * SLOT,
@@ -368,19 +315,9 @@ FIXTURE_TEARDOWN(semantics)
 {
 	ru_buf_free(&self->tgt);
 	ru_buf_free(&self->res);
-	aconn_close(&self->c);
+	ru_pair_close(&self->c);
 	free(self->tmodel);
 	free(self->rmodel);
-}
-
-static long first_diff(const uint8_t *a, const uint8_t *b, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (a[i] != b[i])
-			return (long)i;
-	return -1;
 }
 
 /*
@@ -401,7 +338,7 @@ static void run_batch(struct __test_metadata *_metadata,
 	for (i = 0; i < n; i++) {
 		uint8_t *slot = self->res.addr + (size_t)i * SLOT + 8;
 
-		rc = post_atomic(self->c.cli.qp, self->c.qpx, api, &ops[i],
+		rc = post_atomic(self->c.cli.qp, self->c.cli.qpx, api, &ops[i],
 				 (uintptr_t)slot, self->res.mr->lkey, id0 + i,
 				 IBV_SEND_SIGNALED);
 		aop_str(&ops[i], d, sizeof(d));
@@ -436,11 +373,11 @@ static void run_batch(struct __test_metadata *_metadata,
 			       (unsigned long long)got,
 			       (unsigned long long)exp_orig[i]);
 	}
-	at = first_diff(self->res.addr, self->rmodel, self->res.alloc);
+	at = ru_first_diff(self->res.addr, self->rmodel, self->res.alloc);
 	ASSERT_EQ(-1, at) TH_LOG("requester buffer: byte %ld (slot %ld, byte %ld) "
 				 "differs from the model", at, at / SLOT,
 				 at % SLOT);
-	at = first_diff(self->tgt.addr, self->tmodel, self->tgt.alloc);
+	at = ru_first_diff(self->tgt.addr, self->tmodel, self->tgt.alloc);
 	if (at >= 0) {
 		long w = at & ~7l;
 
@@ -455,9 +392,9 @@ static void run_batch(struct __test_metadata *_metadata,
 /* An operand with a good chance of hitting an edge. */
 static uint64_t rnd_val(uint64_t *s, uint64_t cur)
 {
-	uint64_t r = rng_next(s);
+	uint64_t r = ru_rng(s);
 
-	switch (rng_next(s) % 12) {
+	switch (ru_rng(s) % 12) {
 	case 0: return 0;
 	case 1: return ONES;
 	case 2: return 1;
@@ -474,9 +411,9 @@ static uint64_t rnd_val(uint64_t *s, uint64_t cur)
 
 static uint64_t rnd_mask(uint64_t *s)
 {
-	uint64_t r = rng_next(s), r2 = rng_next(s);
+	uint64_t r = ru_rng(s), r2 = ru_rng(s);
 
-	switch (rng_next(s) % 12) {
+	switch (ru_rng(s) % 12) {
 	case 0: return 0;
 	case 1: return ONES;
 	case 2: return 0x8080808080808080ull;
@@ -484,7 +421,7 @@ static uint64_t rnd_mask(uint64_t *s)
 	case 4: return 0x8000000080000000ull;
 	case 5: return 0x0101010101010101ull;
 	case 6: return 1ull << (r % 64);
-	case 7: return r & r2 & rng_next(s);	/* sparse */
+	case 7: return r & r2 & ru_rng(s);	/* sparse */
 	case 8: return r | r2;			/* dense */
 	case 9: return 0x00000000ffffffffull;
 	default: return r;
@@ -495,7 +432,7 @@ static void rnd_op(uint64_t *s, enum aop_api api, uint64_t cur, struct aop *op)
 {
 	memset(op, 0, sizeof(*op));
 	op->masked = api == API_DV;
-	op->kind = rng_next(s) & 1 ? AOP_CS : AOP_FA;
+	op->kind = ru_rng(s) & 1 ? AOP_CS : AOP_FA;
 	if (op->kind == AOP_FA) {
 		op->add = rnd_val(s, cur);
 		op->fmask = rnd_mask(s);
@@ -504,10 +441,10 @@ static void rnd_op(uint64_t *s, enum aop_api api, uint64_t cur, struct aop *op)
 	op->cmask = op->masked ? rnd_mask(s) : ONES;
 	op->smask = rnd_mask(s);
 	op->swap = rnd_val(s, cur);
-	switch (rng_next(s) % 4) {
+	switch (ru_rng(s) % 4) {
 	case 0:
 	case 1:	/* equal under the compare mask */
-		op->cmp = cur ^ (rng_next(s) & ~op->cmask);
+		op->cmp = cur ^ (ru_rng(s) & ~op->cmask);
 		break;
 	case 2:	/* one bit differs under the mask (if any) */
 		op->cmp = cur ^ (op->cmask ? (op->cmask & -op->cmask) : 0);
@@ -532,12 +469,12 @@ TEST_F_TIMEOUT(semantics, random, 300)
 	int nfa = 0, ncs = 0, nswapped = 0;
 
 	while (done < total) {
-		int n = 1 + (int)(rng_next(&s) % MAXBATCH), i;
+		int n = 1 + (int)(ru_rng(&s) % MAXBATCH), i;
 
 		if (n > total - done)
 			n = (int)(total - done);
 		for (i = 0; i < n; i++) {
-			size_t off = target_offs[rng_next(&s) % NTARGETS];
+			size_t off = target_offs[ru_rng(&s) % NTARGETS];
 			uint64_t cur = ld64(self->tmodel + off), nv;
 
 			rnd_op(&s, variant->api, cur, &ops[i]);
@@ -616,7 +553,7 @@ TEST_F_TIMEOUT(semantics, ord_limited_pipeline, 120)
 	struct aop op;
 
 	/* a fresh connection with ORD/IRD 2 */
-	aconn_close(&self->c);
+	ru_pair_close(&self->c);
 	{
 		struct ru_caps cc, sc;
 
@@ -627,7 +564,7 @@ TEST_F_TIMEOUT(semantics, ord_limited_pipeline, 120)
 		sc.initiator_depth = 2;
 		sc.responder_resources = 2;
 		cc.max_send_wr = 128;
-		AX_ASSERT_OK(aconn_open(&self->c, variant->api != API_POST, &cc,
+		RU_ASSERT_OK(aconn_open(&self->c, variant->api != API_POST, &cc,
 					&sc));
 	}
 	ru_buf_free(&self->tgt);
@@ -645,7 +582,7 @@ TEST_F_TIMEOUT(semantics, ord_limited_pipeline, 120)
 	op.raddr = (uintptr_t)word;
 	op.rkey = self->tgt.mr->rkey;
 	for (i = 0; i < nfa; i++) {
-		rc = post_atomic(self->c.cli.qp, self->c.qpx, variant->api, &op,
+		rc = post_atomic(self->c.cli.qp, self->c.cli.qpx, variant->api, &op,
 				 (uintptr_t)(self->res.addr + 8 * i),
 				 self->res.mr->lkey, posted++, IBV_SEND_SIGNALED);
 		ASSERT_EQ(0, rc) TH_LOG("post FetchAdd %d: %s", i, strerror(rc));
@@ -886,32 +823,35 @@ static void *lock_worker(void *arg)
  */
 static int hconnect(struct ru_listener *l, struct ibv_pd *pd, int nacc,
 		    struct ru_ep *srv, uint16_t port, int nc, struct ru_ep *cli,
-		    struct ibv_qp_ex **qpx, int want_qpx)
+		    int want_qpx)
 {
-	struct ru_caps caps;
+	struct ru_caps ccaps, scaps;
 	int i, rc;
 
-	ru_caps_default(&caps);
+	ru_caps_default(&ccaps);
+	ccaps.send_ops = want_qpx ? AX_SEND_OPS : 0;
+	ru_caps_default(&scaps);
+	scaps.shared_pd = pd;
 	for (i = 0; i < nc; i++) {
-		rc = ax_client_start(&cli[i], ru_addr1(), ru_addr0(), port,
-				     &caps, want_qpx, &qpx[i]);
+		rc = ru_client_start(&cli[i], ru_addr1(), ru_addr0(), port,
+				     &ccaps, RU_TIMEOUT_MS);
 		if (rc)
 			return rc;
 	}
 	for (i = 0; i < nacc; i++) {
-		rc = ax_accept_start(l, &srv[i], &caps, pd, 30000);
+		rc = ru_accept_start(l, &srv[i], &scaps, 30000);
 		if (rc)
 			return rc;
 	}
 	for (i = 0; i < nacc; i++) {
 		rc = ru_ep_wait_established(&srv[i], RU_TIMEOUT_MS);
 		if (rc)
-			return ax_fail(rc, "server %d: %s", i, ru_errmsg());
+			return ru_fail(rc, "server %d: %s", i, ru_errmsg());
 	}
 	for (i = 0; i < nc; i++) {
 		rc = ru_client_finish(&cli[i], RU_TIMEOUT_MS);
 		if (rc)
-			return ax_fail(rc, "client %d: %s", i, ru_errmsg());
+			return ru_fail(rc, "client %d: %s", i, ru_errmsg());
 	}
 	return 0;
 }
@@ -941,7 +881,6 @@ struct hside {
 	struct ru_ep srv[NQP];
 	int nsrv;
 	struct ru_ep cli[QPS_PER_PROC];
-	struct ibv_qp_ex *qpx[QPS_PER_PROC];
 	struct worker w[QPS_PER_PROC];
 };
 
@@ -954,7 +893,7 @@ static void hside_close(struct hside *h)
 		ru_ep_close(&h->cli[i]);
 	}
 	for (i = 0; i < h->nsrv; i++)
-		ax_ep_close_shared(&h->srv[i]);
+		ru_ep_close(&h->srv[i]);	/* not h->pd */
 	for (i = 0; i < 2; i++)
 		if (h->mr[i])
 			ibv_dereg_mr(h->mr[i]);
@@ -970,14 +909,14 @@ static int hside_responder(struct hside *h, uint8_t *page, int nmr)
 
 	rc = ru_listen(&h->l, ru_addr0(), 0, 16);
 	if (rc)
-		return ax_fail(rc, "%s", ru_errmsg());
+		return rc;
 	h->pd = ibv_alloc_pd(h->l.id->verbs);
 	if (!h->pd)
-		return ax_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
+		return ru_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
 	for (i = 0; i < nmr; i++) {
 		h->mr[i] = ibv_reg_mr(h->pd, page, PAGE, ACC_ATOMIC);
 		if (!h->mr[i])
-			return ax_fail(errno, "ibv_reg_mr: %s", strerror(errno));
+			return ru_fail(errno, "ibv_reg_mr: %s", strerror(errno));
 	}
 	return 0;
 }
@@ -993,7 +932,7 @@ static int hside_run(struct hside *h, const struct hcfg *cfg, int first_id,
 		struct worker *w = &h->w[i];
 
 		w->ep = &h->cli[i];
-		w->qpx = h->qpx[i];
+		w->qpx = h->cli[i].qpx;
 		w->cfg = cfg;
 		w->id = first_id + i;
 		w->raddr = raddr;
@@ -1002,17 +941,17 @@ static int hside_run(struct hside *h, const struct hcfg *cfg, int first_id,
 		w->rkey = rkey[cfg->two_mrs ? (w->id & 1) : 0];
 		w->vals = vals + (size_t)(w->id - 1) * cfg->iters;
 		if (ru_buf_alloc(&w->buf, h->cli[i].pd, 64, IBV_ACCESS_LOCAL_WRITE))
-			return ax_fail(ENOMEM, "%s", ru_errmsg());
+			return -ENOMEM;
 	}
 	for (i = 0; i < QPS_PER_PROC; i++)
 		if (pthread_create(&th[i], NULL, cfg->mode == HM_LOCK ?
 				   lock_worker : fa_worker, &h->w[i]))
-			return ax_fail(EAGAIN, "pthread_create");
+			return ru_fail(EAGAIN, "pthread_create");
 	for (i = 0; i < QPS_PER_PROC; i++)
 		pthread_join(th[i], NULL);
 	for (i = 0; i < QPS_PER_PROC; i++)
 		if (h->w[i].err[0])
-			return ax_fail(EIO, "%s", h->w[i].err);
+			return ru_fail(EIO, "%s", h->w[i].err);
 	return 0;
 }
 
@@ -1046,7 +985,7 @@ static void hammer_child(struct hshared *sh, uint8_t *shpage,
 		raddr = (uintptr_t)shpage;
 		rkey[0] = rkey[1] = h.mr[0]->rkey;
 		rc = hconnect(&h.l, h.pd, QPS_PER_PROC, h.srv, port,
-			      QPS_PER_PROC, h.cli, h.qpx, cfg->mode == HM_MFA);
+			      QPS_PER_PROC, h.cli, cfg->mode == HM_MFA);
 		h.nsrv = QPS_PER_PROC;
 	} else {
 		port = sh->port[0];
@@ -1054,7 +993,7 @@ static void hammer_child(struct hshared *sh, uint8_t *shpage,
 		rkey[0] = sh->rkey[0];
 		rkey[1] = sh->rkey[1];
 		rc = hconnect(NULL, NULL, 0, NULL, port, QPS_PER_PROC, h.cli,
-			      h.qpx, cfg->mode == HM_MFA);
+			      cfg->mode == HM_MFA);
 	}
 	if (rc)
 		goto fail;
@@ -1074,20 +1013,13 @@ static void hammer_child(struct hshared *sh, uint8_t *shpage,
 	hside_close(&h);
 	_exit(0);
 fail:
-	snprintf(sh->c_err, sizeof(sh->c_err), "child: %.480s", ax_errmsg());
+	snprintf(sh->c_err, sizeof(sh->c_err), "child: %.480s", ru_errmsg());
 out:
 	sh->c_failed = 1;
 	sh->c_done = 1;
 	wait_flag(&sh->p_done, 120000);
 	hside_close(&h);
 	_exit(1);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void hammer(struct __test_metadata *_metadata, const struct hcfg *cfg)
@@ -1144,11 +1076,11 @@ static void hammer(struct __test_metadata *_metadata, const struct hcfg *cfg)
 		sh->ready = 1;
 		nacc = cfg->two_responders ? QPS_PER_PROC : NQP;
 		rc = hconnect(&h.l, h.pd, nacc, h.srv, h.l.port, QPS_PER_PROC,
-			      h.cli, h.qpx, cfg->mode == HM_MFA);
+			      h.cli, cfg->mode == HM_MFA);
 		h.nsrv = nacc;
 	}
 	if (rc) {
-		TH_LOG("setup: %s", ax_errmsg());
+		TH_LOG("setup: %s", ru_errmsg());
 		sh->p_done = 1;
 		goto out;
 	}
@@ -1169,7 +1101,7 @@ static void hammer(struct __test_metadata *_metadata, const struct hcfg *cfg)
 		       (uintptr_t)page + (cfg->mode == HM_LOCK ? LOCK_OFF : WORD_OFF),
 		       (uintptr_t)page + CTR_OFF, sh->rkey, sh->vals);
 	if (rc)
-		TH_LOG("parent: %s", ax_errmsg());
+		TH_LOG("parent: %s", ru_errmsg());
 	if (wait_flag(&sh->c_done, 180000))
 		TH_LOG("the child did not finish");
 	else if (sh->c_failed)
@@ -1243,7 +1175,7 @@ static void hammer(struct __test_metadata *_metadata, const struct hcfg *cfg)
 			       "value %ld is 0x%llx", bad,
 			       (unsigned long long)(bad >= 0 ? v[bad] : 0));
 		/* and nothing else on the page changed */
-		EXPECT_EQ(-1, first_diff(page, before, PAGE));
+		EXPECT_EQ(-1, ru_first_diff(page, before, PAGE));
 		free(v);
 	}
 out:
@@ -1347,7 +1279,7 @@ enum inv_kind {
  * happened is collected here; the tests assert parts of it.
  */
 struct inv_ctx {
-	struct aconn c;
+	struct ru_pair c;
 	uint8_t *area, *snap;
 	struct ibv_mr *ok_mr, *mr, *mr2;
 	struct ibv_pd *pd2;
@@ -1386,13 +1318,13 @@ static int inv_setup(struct inv_ctx *x, enum inv_kind kind)
 			   kind == INV_NO_REMOTE_ATOMIC ? ACC_NOATOMIC : ACC_ATOMIC);
 	x->pd2 = ibv_alloc_pd(x->c.srv.id->verbs);
 	if (!x->ok_mr || !x->mr || !x->pd2)
-		return ax_fail(errno, "MR/PD: %s", strerror(errno));
+		return ru_fail(errno, "MR/PD: %s", strerror(errno));
 	x->mr2 = ibv_reg_mr(x->pd2, x->area + 2 * PAGE, PAGE, ACC_ATOMIC);
 	if (!x->mr2)
-		return ax_fail(errno, "MR in PD 2: %s", strerror(errno));
+		return ru_fail(errno, "MR in PD 2: %s", strerror(errno));
 	if (ru_buf_alloc(&x->res, x->c.cli.pd, 256, IBV_ACCESS_LOCAL_WRITE) ||
 	    ru_buf_alloc(&x->rx, x->c.srv.pd, 64, IBV_ACCESS_LOCAL_WRITE))
-		return ax_fail(ENOMEM, "%s", ru_errmsg());
+		return -ENOMEM;
 	return 0;
 }
 
@@ -1408,7 +1340,7 @@ static void inv_teardown(struct inv_ctx *x)
 		ibv_dealloc_pd(x->pd2);
 	ru_buf_free(&x->res);
 	ru_buf_free(&x->rx);
-	aconn_close(&x->c);
+	ru_pair_close(&x->c);
 	free(x->area);
 	free(x->snap);
 }
@@ -1454,7 +1386,7 @@ static int inv_run(struct inv_ctx *x, enum inv_kind kind, enum aop_kind opk,
 		break;
 	case INV_DEREGISTERED:
 		if (ibv_dereg_mr(x->mr))
-			return ax_fail(errno, "ibv_dereg_mr");
+			return ru_fail(errno, "ibv_dereg_mr");
 		x->mr = NULL;
 		break;
 	}
@@ -1480,7 +1412,7 @@ static int inv_run(struct inv_ctx *x, enum inv_kind kind, enum aop_kind opk,
 	memset(x->res.addr, 0xc3, 256);
 	rc = ru_post_recv(&x->c.srv, &x->rx, 0, 64, 77);
 	if (rc)
-		return ax_fail(rc, "%s", ru_errmsg());
+		return rc;
 	/*
 	 * Normally one ibv_post_send() with the three WRs chained: the
 	 * Terminate can arrive before a later post, and posting to a QP in
@@ -1519,7 +1451,7 @@ static int inv_run(struct inv_ctx *x, enum inv_kind kind, enum aop_kind opk,
 		for (i = 0; i < 3; i++) {
 			rc = ibv_post_send(x->c.cli.qp, &wr[i], &bad);
 			if (rc && (!separate || i == 0))
-				return ax_fail(rc, "ibv_post_send: %d (%s)",
+				return ru_fail(rc, "ibv_post_send: %d (%s)",
 					       rc, strerror(rc < 0 ? -rc : rc));
 			if (rc) {
 				printf("# post of wr %d: %d (%s): the QP is "
@@ -1536,7 +1468,7 @@ static int inv_run(struct inv_ctx *x, enum inv_kind kind, enum aop_kind opk,
 	/* everything that completes within the bound (and duplicates) */
 	x->ncomp = ru_poll_n(x->c.cli.scq, x->wc, x->posted, INV_WAIT_MS);
 	if (x->ncomp < 0)
-		return ax_fail(x->ncomp, "%s", ru_errmsg());
+		return x->ncomp;
 	if (x->ncomp == x->posted)	/* duplicates, strays */
 		while (x->ncomp < 8 &&
 		       ru_poll(x->c.cli.scq, &x->wc[x->ncomp], 500) == 1)
@@ -1546,7 +1478,7 @@ static int inv_run(struct inv_ctx *x, enum inv_kind kind, enum aop_kind opk,
 		       (unsigned long long)x->wc[i].wr_id,
 		       ibv_wc_status_str(x->wc[i].status), x->wc[i].status,
 		       x->wc[i].opcode);
-	x->mem_diff = first_diff(x->area, x->snap, AREA);
+	x->mem_diff = ru_first_diff(x->area, x->snap, AREA);
 	x->res_written = -1;
 	for (i = 0; i < 128; i++)
 		if (x->res.addr[i] != 0xc3) {
@@ -1610,7 +1542,7 @@ INV(deregistered, INV_DEREGISTERED);
 
 FIXTURE_SETUP(invalid)
 {
-	AX_ASSERT_OK(inv_setup(&self->x, variant->kind));
+	RU_ASSERT_OK(inv_setup(&self->x, variant->kind));
 }
 
 FIXTURE_TEARDOWN(invalid)
@@ -1631,7 +1563,7 @@ TEST_F_TIMEOUT(invalid, refused, 60)
 	struct ibv_wc *w;
 	int n;
 
-	AX_ASSERT_OK(inv_run(x, variant->kind, variant->op, 0));
+	RU_ASSERT_OK(inv_run(x, variant->kind, variant->op, 0));
 	if (x->mem_diff >= 0)
 		TH_LOG("responder memory changed at area+%ld (target area+%lld)",
 		       x->mem_diff,
@@ -1680,7 +1612,7 @@ FIXTURE_VARIANT_ADD(invalid_stream, fa_bad_key_separate_posts) {
 
 FIXTURE_SETUP(invalid_stream)
 {
-	AX_ASSERT_OK(inv_setup(&self->x, variant->kind));
+	RU_ASSERT_OK(inv_setup(&self->x, variant->kind));
 }
 
 FIXTURE_TEARDOWN(invalid_stream)
@@ -1695,7 +1627,7 @@ TEST_F_TIMEOUT(invalid_stream, ends_stream, 60)
 	uint64_t id;
 	int n, i;
 
-	AX_ASSERT_OK(inv_run(x, variant->kind, variant->op, variant->separate));
+	RU_ASSERT_OK(inv_run(x, variant->kind, variant->op, variant->separate));
 	inv_observe_responder(x);
 	for (id = 1; id <= 3; id++) {
 		w = inv_wc(x, id, &n);
@@ -1764,7 +1696,7 @@ TEST_F_TIMEOUT(invalid_stream, ends_stream, 60)
  * target is untouched and the QP keeps working.
  */
 FIXTURE(post_error) {
-	struct aconn c;
+	struct ru_pair c;
 	struct ru_buf tgt, res;
 };
 
@@ -1801,7 +1733,7 @@ FIXTURE_SETUP(post_error)
 	if (variant->api == API_DV)
 		ASSERT_TRUE(HAVE_SIWDV)
 			TH_LOG("<infiniband/siwdv.h> missing at build time");
-	AX_ASSERT_OK(aconn_open(&self->c, variant->api != API_POST, NULL,
+	RU_ASSERT_OK(aconn_open(&self->c, variant->api != API_POST, NULL,
 				NULL));
 	RU_ASSERT_OK(ru_buf_alloc(&self->tgt, self->c.srv.pd, 64, ACC_ATOMIC));
 	RU_ASSERT_OK(ru_buf_alloc(&self->res, self->c.cli.pd, 64,
@@ -1812,7 +1744,7 @@ FIXTURE_TEARDOWN(post_error)
 {
 	ru_buf_free(&self->tgt);
 	ru_buf_free(&self->res);
-	aconn_close(&self->c);
+	ru_pair_close(&self->c);
 }
 
 TEST_F(post_error, refused)
@@ -1855,7 +1787,7 @@ TEST_F(post_error, refused)
 		rc = ibv_post_send(self->c.cli.qp, &wr, &bad);
 		EXPECT_EQ(&wr, bad);
 	} else {
-		struct ibv_qp_ex *q = self->c.qpx;
+		struct ibv_qp_ex *q = self->c.cli.qpx;
 
 		ibv_wr_start(q);
 		q->wr_id = 1;
@@ -1892,7 +1824,7 @@ TEST_F(post_error, refused)
 	op.kind = AOP_FA;
 	op.add = 5;
 	op.fmask = 0;
-	rc = post_atomic(self->c.cli.qp, self->c.qpx, variant->api, &op,
+	rc = post_atomic(self->c.cli.qp, self->c.cli.qpx, variant->api, &op,
 			 (uintptr_t)self->res.addr + 40, self->res.mr->lkey, 2,
 			 IBV_SEND_SIGNALED);
 	ASSERT_EQ(0, rc) TH_LOG("valid post after: %s", strerror(rc));

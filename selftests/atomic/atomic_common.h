@@ -28,26 +28,12 @@
 #define SIWX_ATOMIC_COMMON_H
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <netdb.h>
 #include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
 
 #include "rdma_util.h"
-
-#if defined(__has_include)
-#if __has_include(<infiniband/siwdv.h>)
-#include <infiniband/siwdv.h>
-#define HAVE_SIWDV 1
-#endif
-#endif
-#ifndef HAVE_SIWDV
-#define HAVE_SIWDV 0
-#endif
 
 /* MR access for atomic targets (REMOTE_ATOMIC needs LOCAL_WRITE) */
 #define ACC_ATOMIC (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -55,26 +41,28 @@
 #define ACC_NOATOMIC (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 		      IBV_ACCESS_REMOTE_READ)
 
-/* ---- error text of the last failing helper ------------------------------ */
+/* ---- operands ------------------------------------------------------------ */
 
-static __thread char ax_err[512];
-
-__attribute__((format(printf, 2, 3)))
-static inline int ax_fail(int code, const char *fmt, ...)
+/* A 64-bit target or result: a native (host order) integer in memory. */
+static inline uint64_t ld64(const void *p)
 {
-	va_list ap;
+	uint64_t v;
 
-	va_start(ap, fmt);
-	vsnprintf(ax_err, sizeof(ax_err), fmt, ap);
-	va_end(ap);
-	if (code < 0)
-		code = -code;
-	return code ? -code : -EIO;
+	memcpy(&v, p, 8);
+	return v;
 }
 
-static inline const char *ax_errmsg(void)
+static inline void st64(void *p, uint64_t v)
 {
-	return ax_err[0] ? ax_err : ru_errmsg();
+	memcpy(p, &v, 8);
+}
+
+/* qsort() order of returned values */
+static inline int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 /* ---- reference model ----------------------------------------------------- */
@@ -237,198 +225,10 @@ static inline int post_atomic(struct ibv_qp *qp, struct ibv_qp_ex *qpx,
 	return rc < 0 ? -rc : rc;
 }
 
-/* ---- connections ----------------------------------------------------------- */
-
-/* Wait for one specific CM event; anything else but benign ones fails. */
-static inline int ax_wait(struct rdma_event_channel *ch,
-			  enum rdma_cm_event_type want, int timeout_ms,
-			  struct rdma_cm_id **id_out)
-{
-	int rc = ru_wait_cm_event(ch, want, timeout_ms, id_out);
-
-	return rc ? ax_fail(rc, "%s", ru_errmsg()) : 0;
-}
-
-static inline int ax_parse(const char *s, uint16_t port, struct sockaddr_storage *ss)
-{
-	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
-	struct addrinfo *res;
-	char pbuf[8];
-
-	snprintf(pbuf, sizeof(pbuf), "%u", port);
-	if (getaddrinfo(s, pbuf, &hints, &res))
-		return ax_fail(EINVAL, "bad address %s", s);
-	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
-
+/* ru_caps.send_ops of the QPs that post through ibv_qp_ex */
 #define AX_SEND_OPS (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		\
 		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |		\
 		     IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_RDMA_WRITE |	\
 		     IBV_QP_EX_WITH_SEND)
-
-/*
- * PD (pd, or a new one when NULL), CQs and QP for e->id. With want_qpx
- * the QP is created through rdma_create_qp_ex() with ibv_qp_ex send
- * operations and *qpx is set.
- */
-static inline int ax_create_qp(struct ru_ep *e, struct ibv_pd *pd,
-			       const struct ru_caps *caps, int want_qpx,
-			       struct ibv_qp_ex **qpx)
-{
-	int depth;
-
-	e->pd = pd ? pd : ibv_alloc_pd(e->id->verbs);
-	if (!e->pd)
-		return ax_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
-	depth = caps->cq_depth ? caps->cq_depth : (int)caps->max_send_wr + 8;
-	e->scq = ibv_create_cq(e->id->verbs, depth, NULL, NULL, 0);
-	depth = caps->cq_depth ? caps->cq_depth : (int)caps->max_recv_wr + 8;
-	e->rcq = ibv_create_cq(e->id->verbs, depth, NULL, NULL, 0);
-	if (!e->scq || !e->rcq)
-		return ax_fail(errno, "ibv_create_cq: %s", strerror(errno));
-	if (want_qpx) {
-		struct ibv_qp_init_attr_ex qa;
-
-		memset(&qa, 0, sizeof(qa));
-		qa.qp_type = IBV_QPT_RC;
-		qa.send_cq = e->scq;
-		qa.recv_cq = e->rcq;
-		qa.cap.max_send_wr = caps->max_send_wr;
-		qa.cap.max_recv_wr = caps->max_recv_wr;
-		qa.cap.max_send_sge = caps->max_send_sge;
-		qa.cap.max_recv_sge = caps->max_recv_sge;
-		qa.comp_mask = IBV_QP_INIT_ATTR_PD |
-			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		qa.pd = e->pd;
-		qa.send_ops_flags = AX_SEND_OPS;
-		if (rdma_create_qp_ex(e->id, &qa))
-			return ax_fail(errno, "rdma_create_qp_ex(send_ops_flags "
-				       "0x%llx): %s", (unsigned long long)AX_SEND_OPS,
-				       strerror(errno));
-		*qpx = ibv_qp_to_qp_ex(e->id->qp);
-		if (!*qpx)
-			return ax_fail(EOPNOTSUPP, "ibv_qp_to_qp_ex: NULL");
-	} else {
-		struct ibv_qp_init_attr qa;
-
-		memset(&qa, 0, sizeof(qa));
-		qa.qp_type = IBV_QPT_RC;
-		qa.send_cq = e->scq;
-		qa.recv_cq = e->rcq;
-		qa.cap.max_send_wr = caps->max_send_wr;
-		qa.cap.max_recv_wr = caps->max_recv_wr;
-		qa.cap.max_send_sge = caps->max_send_sge;
-		qa.cap.max_recv_sge = caps->max_recv_sge;
-		if (rdma_create_qp(e->id, e->pd, &qa))
-			return ax_fail(errno, "rdma_create_qp: %s",
-				       strerror(errno));
-	}
-	e->qp = e->id->qp;
-	if (caps->on_qp) {	/* e.g. post receives before connecting */
-		int rc = caps->on_qp(e, caps->on_qp_arg);
-
-		if (rc)
-			return ax_fail(rc, "on_qp: %s", ru_errmsg());
-	}
-	return 0;
-}
-
-static inline void ax_conn_param(struct rdma_conn_param *p, const struct ru_caps *c)
-{
-	memset(p, 0, sizeof(*p));
-	p->initiator_depth = c->initiator_depth;
-	p->responder_resources = c->responder_resources;
-	p->retry_count = 7;
-	p->rnr_retry_count = 7;
-}
-
-/* Client half 1 (like ru_client_start), optionally with an ibv_qp_ex. */
-static inline int ax_client_start(struct ru_ep *c, const char *src,
-				  const char *dst,
-				  uint16_t port, const struct ru_caps *caps,
-				  int want_qpx, struct ibv_qp_ex **qpx)
-{
-	struct sockaddr_storage sss, dss;
-	struct rdma_conn_param cp;
-	int rc;
-
-	if (!want_qpx) {
-		rc = ru_client_start(c, src, dst, port, caps, RU_TIMEOUT_MS);
-		return rc ? ax_fail(rc, "%s", ru_errmsg()) : 0;
-	}
-	memset(c, 0, sizeof(*c));
-	rc = ax_parse(src, 0, &sss);
-	if (!rc)
-		rc = ax_parse(dst, port, &dss);
-	if (rc)
-		return rc;
-	c->ch = ru_new_channel();
-	if (!c->ch)
-		return ax_fail(errno, "rdma_create_event_channel");
-	if (rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP))
-		return ax_fail(errno, "rdma_create_id: %s", strerror(errno));
-	if (rdma_resolve_addr(c->id, (struct sockaddr *)&sss,
-			      (struct sockaddr *)&dss, 5000))
-		return ax_fail(errno, "rdma_resolve_addr: %s", strerror(errno));
-	rc = ax_wait(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, 6000, NULL);
-	if (rc)
-		return rc;
-	if (rdma_resolve_route(c->id, 5000))
-		return ax_fail(errno, "rdma_resolve_route: %s", strerror(errno));
-	rc = ax_wait(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 6000, NULL);
-	if (rc)
-		return rc;
-	rc = ax_create_qp(c, NULL, caps, 1, qpx);
-	if (rc)
-		return rc;
-	ax_conn_param(&cp, caps);
-	if (rdma_connect(c->id, &cp))
-		return ax_fail(errno, "rdma_connect: %s", strerror(errno));
-	return 0;
-}
-
-/*
- * Server half 1: take one connect request from l, create the QP in pd
- * (NULL: a new PD) and accept. Finish with ru_ep_wait_established().
- * A shared pd stays the caller's: clear e->pd before ru_ep_close().
- */
-static inline int ax_accept_start(struct ru_listener *l, struct ru_ep *s,
-				  const struct ru_caps *caps, struct ibv_pd *pd,
-				  int timeout_ms)
-{
-	struct rdma_conn_param cp;
-	struct rdma_cm_id *id = NULL;
-	int rc;
-
-	memset(s, 0, sizeof(*s));
-	rc = ax_wait(l->ch, RDMA_CM_EVENT_CONNECT_REQUEST, timeout_ms, &id);
-	if (rc)
-		return rc;
-	s->id = id;
-	s->ch = ru_new_channel();
-	if (!s->ch)
-		return ax_fail(errno, "rdma_create_event_channel");
-	if (rdma_migrate_id(id, s->ch))
-		return ax_fail(errno, "rdma_migrate_id: %s", strerror(errno));
-	rc = ax_create_qp(s, pd, caps, 0, NULL);
-	if (rc) {
-		rdma_reject(id, NULL, 0);
-		return rc;
-	}
-	ax_conn_param(&cp, caps);
-	if (rdma_accept(id, &cp))
-		return ax_fail(errno, "rdma_accept: %s", strerror(errno));
-	return 0;
-}
-
-/* Close an endpoint whose PD is shared (not owned). */
-static inline void ax_ep_close_shared(struct ru_ep *e)
-{
-	e->pd = NULL;
-	ru_ep_close(e);
-}
 
 #endif /* SIWX_ATOMIC_COMMON_H */

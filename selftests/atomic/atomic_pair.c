@@ -49,72 +49,28 @@
 #define NLOCAL		2	/* VM a's own QPs */
 #define WINDOW		8
 #define IO_MS		60000
-#define FIRST_SEND_DELAY_US 500000	/* see interop.c: responder race */
 
+/*
+ * Messages (struct ru_msg): INFO addr/rkey the target word, value its
+ * value, cap the sender's device atomic_cap; in fetch_add_total also
+ * addr2/rkey2 where b writes its returned values and count the
+ * iterations. RESULT and DONE: status, the failures the sender saw.
+ */
 enum { M_HELLO = 1, M_INFO, M_GO, M_DONE, M_RESULT };
-
-struct pmsg {
-	uint32_t magic, type;
-	uint64_t addr;		/* target word */
-	uint64_t value;		/* its value / init */
-	uint64_t log_addr;	/* where b writes its returned values */
-	uint32_t rkey, log_rkey;
-	uint32_t cap;		/* sender's device atomic_cap */
-	uint32_t iters;
-	uint32_t status;	/* failures seen by the sender */
-	uint32_t pad;
-};
-
-#define PMAGIC 0x73776174u
 
 /* ---- environment ---------------------------------------------------------- */
 
 static int is_a(void)
 {
-	return !strcmp(ru_env("SIWX_ROLE", ""), "a");
+	return ru_pair_role() == 'a';
 }
 
-static int have_role(void)
-{
-	const char *r = ru_env("SIWX_ROLE", "");
-
-	return !strcmp(r, "a") || !strcmp(r, "b");
-}
-
-/* 1 ours, 0 upstream, -1 unknown: which module runs in VM a (0) / b (1) */
-static int kind_of(int vm)
-{
-	const char *o = ru_env("SIWX_PAIR_ORDER", "");
-	const char *dash = strchr(o, '-');
-	char part[32];
-
-	if (!dash)
-		return -1;
-	if (vm == 0)
-		snprintf(part, sizeof(part), "%.*s", (int)(dash - o), o);
-	else
-		snprintf(part, sizeof(part), "%s", dash + 1);
-	if (!strcmp(part, "ours"))
-		return 1;
-	if (!strcmp(part, "upstream"))
-		return 0;
-	return -1;
-}
-
-static int local_kind(void) { return kind_of(is_a() ? 0 : 1); }
-static int peer_kind(void) { return kind_of(is_a() ? 1 : 0); }
+static int local_kind(void) { return ru_pair_kind(is_a() ? 0 : 1); }
+static int peer_kind(void) { return ru_pair_kind(is_a() ? 1 : 0); }
 
 static int port_of(int n)
 {
 	return (int)ru_env_long("SIWX_ATOMIC_PAIR_PORT", 47300) + n;
-}
-
-static uint64_t ld64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
 }
 
 static int dev_atomic_cap(struct ibv_context *ctx)
@@ -130,29 +86,14 @@ static int dev_atomic_cap(struct ibv_context *ctx)
 
 struct pconn {
 	struct ru_ep ep;
-	struct ru_buf rx, tx;
-	int port;
+	struct ru_chan ch;
 };
-
-static int prepost(struct ru_ep *e, void *arg)
-{
-	struct pconn *c = arg;
-	int i, rc;
-
-	rc = ru_buf_alloc(&c->rx, e->pd, NSLOT * SLOTSZ, IBV_ACCESS_LOCAL_WRITE);
-	if (!rc)
-		rc = ru_buf_alloc(&c->tx, e->pd, SLOTSZ, IBV_ACCESS_LOCAL_WRITE);
-	for (i = 0; !rc && i < NSLOT; i++)
-		rc = ru_post_recv(e, &c->rx, (size_t)i * SLOTSZ, SLOTSZ, i);
-	return rc;
-}
 
 static void caps_for(struct ru_caps *caps, struct pconn *c)
 {
 	ru_caps_default(caps);
-	caps->max_recv_wr = NSLOT + 2;
-	caps->on_qp = prepost;
-	caps->on_qp_arg = c;
+	ru_chan_caps(caps, &c->ch, NSLOT, SLOTSZ, SLOTSZ,
+		     IBV_ACCESS_LOCAL_WRITE);
 }
 
 /* b: connect to the peer, retrying for retry_ms */
@@ -161,7 +102,6 @@ static int pconn_connect(struct pconn *c, int port, int retry_ms)
 	struct ru_caps caps;
 
 	memset(c, 0, sizeof(*c));
-	c->port = port;
 	caps_for(&caps, c);
 	return ru_connect(&c->ep, ru_env("SIWX_LOCAL", "192.168.78.2"),
 			  ru_env("SIWX_PEER", "192.168.78.1"), (uint16_t)port,
@@ -176,15 +116,15 @@ static int pconn_accept(struct ru_listener *l, struct pconn *c,
 	int rc;
 
 	memset(c, 0, sizeof(*c));
-	c->port = l->port;
 	caps_for(&caps, c);
-	rc = ax_accept_start(l, &c->ep, &caps, pd, wait_ms);
+	caps.shared_pd = pd;
+	rc = ru_accept_start(l, &c->ep, &caps, wait_ms);
 	if (!rc)
 		rc = ru_ep_wait_established(&c->ep, RU_TIMEOUT_MS);
 	return rc;
 }
 
-static void pconn_close(struct pconn *c, int shared_pd)
+static void pconn_close(struct pconn *c)
 {
 	if (c->ep.id && c->ep.established && !c->ep.disconnected &&
 	    ru_qp_state(c->ep.qp) == IBV_QPS_RTS) {
@@ -192,82 +132,45 @@ static void pconn_close(struct pconn *c, int shared_pd)
 			ru_ep_disconnect(&c->ep);
 		ru_ep_wait_disconnected(&c->ep, 10000);
 	}
-	ru_buf_free(&c->rx);
-	ru_buf_free(&c->tx);
-	if (shared_pd)
-		ax_ep_close_shared(&c->ep);
-	else
-		ru_ep_close(&c->ep);
+	ru_chan_free(&c->ch);
+	ru_ep_close(&c->ep);
 }
 
-static int send_msg(struct pconn *c, const struct pmsg *m)
+static int send_msg(struct pconn *c, const struct ru_msg *m)
 {
-	static uint64_t id = 1000;
-	struct ibv_wc wc;
-	int rc;
-
-	memcpy(c->tx.addr, m, sizeof(*m));
-	((struct pmsg *)c->tx.addr)->magic = PMAGIC;
-	rc = ru_post_send(&c->ep, IBV_WR_SEND, &c->tx, 0, sizeof(*m), 0, 0,
-			  ++id, IBV_SEND_SIGNALED);
-	if (rc)
-		return ax_fail(rc, "port %d: %s", c->port, ru_errmsg());
-	rc = ru_expect_success(c->ep.scq, id, &wc, IO_MS);
-	if (rc)
-		return ax_fail(rc, "port %d: Send: %s", c->port, ru_errmsg());
-	return 0;
+	return ru_msg_send(&c->ep, &c->ch, m, IO_MS);
 }
 
-static int recv_msg(struct pconn *c, uint32_t type, struct pmsg *m, int ms)
+static int recv_msg(struct pconn *c, uint32_t type, struct ru_msg *m, int ms)
 {
-	struct ibv_wc wc;
-	int rc = ru_poll(c->ep.rcq, &wc, ms);
+	return ru_msg_recv(&c->ep, &c->ch, type, m, ms);
+}
 
-	if (rc != 1)
-		return ax_fail(ETIMEDOUT, "port %d: no message (type %u) within "
-			       "%d ms; QP %s", c->port, type, ms,
-			       ru_qp_state_str(ru_qp_state(c->ep.qp)));
-	if (wc.status != IBV_WC_SUCCESS)
-		return ax_fail(EIO, "port %d: receive: %s", c->port,
-			       ibv_wc_status_str(wc.status));
-	memcpy(m, c->rx.addr + wc.wr_id * SLOTSZ, sizeof(*m));
-	rc = ru_post_recv(&c->ep, &c->rx, wc.wr_id * SLOTSZ, SLOTSZ, wc.wr_id);
-	if (rc)
-		return ax_fail(rc, "%s", ru_errmsg());
-	if (wc.byte_len != sizeof(*m) || m->magic != PMAGIC || m->type != type)
-		return ax_fail(EPROTO, "port %d: got %u bytes, type %u, want %u",
-			       c->port, wc.byte_len, m->type, type);
-	return 0;
+/* INFO exchange: b (the MPA initiator) speaks first */
+static int exchange_info(struct pconn *c, const struct ru_msg *mine,
+			 struct ru_msg *peer)
+{
+	return ru_msg_exchange(&c->ep, &c->ch, !is_a(), mine, peer, IO_MS);
 }
 
 /*
- * INFO exchange: b (the MPA initiator) speaks first, as iWARP requires
- * without RTR negotiation.
+ * The probe: FetchAdd(0) (wr_id 1) of the peer's word into rb, whose 8
+ * result bytes are 0xc3 before. 0 or a positive errno (post_atomic).
  */
-static int exchange_info(struct pconn *c, const struct pmsg *mine,
-			 struct pmsg *peer)
+static int post_probe(struct ru_ep *ep, struct ru_buf *rb,
+		      const struct ru_msg *peer)
 {
-	int rc;
+	struct aop op;
 
-	if (!is_a()) {
-		usleep(FIRST_SEND_DELAY_US);
-		rc = send_msg(c, mine);
-		if (!rc)
-			rc = recv_msg(c, M_INFO, peer, IO_MS);
-		return rc;
-	}
-	rc = recv_msg(c, M_INFO, peer, IO_MS);
-	if (!rc)
-		rc = send_msg(c, mine);
-	return rc;
+	memset(rb->addr, 0xc3, 64);
+	memset(&op, 0, sizeof(op));
+	op.kind = AOP_FA;
+	op.add = 0;
+	op.raddr = peer->addr;
+	op.rkey = peer->rkey;
+	return post_atomic(ep->qp, NULL, API_POST, &op, (uintptr_t)rb->addr,
+			   rb->mr->lkey, 1, IBV_SEND_SIGNALED);
 }
-
-#define P_ASSERT_OK(expr) do {						\
-	int __rc = (expr);						\
-	if (__rc)							\
-		TH_LOG("%s -> %d: %s", #expr, __rc, ax_errmsg());	\
-	ASSERT_EQ(0, __rc);						\
-} while (0)
 
 /* ---- siwx on both sides ------------------------------------------------------ */
 
@@ -283,7 +186,7 @@ FIXTURE(siwx) {
 
 FIXTURE_SETUP(siwx)
 {
-	if (!have_role())
+	if (!ru_pair_role())
 		SKIP(return, "SIWX_ROLE is not a or b (pair topology only)");
 	if (local_kind() != 1 || peer_kind() != 1)
 		SKIP(return, "needs siwx in both VMs (SIWX_PAIR_ORDER '%s')",
@@ -295,7 +198,7 @@ FIXTURE_TEARDOWN(siwx)
 	int i;
 
 	for (i = 0; i < self->nconn; i++)
-		pconn_close(&self->c[i], self->pd != NULL);
+		pconn_close(&self->c[i]);
 	if (self->mr)
 		ibv_dereg_mr(self->mr);
 	if (self->log_mr)
@@ -312,11 +215,10 @@ FIXTURE_TEARDOWN(siwx)
 TEST_F_TIMEOUT(siwx, fetch_add_0_probe, 300)
 {
 	struct pconn *c = &self->c[0];
-	struct pmsg mine, peer, res;
+	struct ru_msg mine, peer, res;
 	uint64_t val = ru_random_seed(), got;
 	struct ru_buf rb = {};
 	struct ibv_wc wc;
-	struct aop op;
 	int rc, fails = 0;
 	void *p;
 
@@ -327,9 +229,9 @@ TEST_F_TIMEOUT(siwx, fetch_add_0_probe, 300)
 	if (is_a()) {
 		RU_ASSERT_OK(ru_listen(&self->l, ru_env("SIWX_LOCAL", "192.168.78.1"),
 				       (uint16_t)port_of(0), 4));
-		P_ASSERT_OK(pconn_accept(&self->l, c, NULL, 200000));
+		RU_ASSERT_OK(pconn_accept(&self->l, c, NULL, 200000));
 	} else {
-		P_ASSERT_OK(pconn_connect(c, port_of(0), 200000));
+		RU_ASSERT_OK(pconn_connect(c, port_of(0), 200000));
 	}
 	self->nconn = 1;
 	self->mr = ibv_reg_mr(c->ep.pd, self->page, PAGE, ACC_ATOMIC);
@@ -341,19 +243,12 @@ TEST_F_TIMEOUT(siwx, fetch_add_0_probe, 300)
 	mine.rkey = self->mr->rkey;
 	mine.value = val;
 	mine.cap = (uint32_t)dev_atomic_cap(c->ep.id->verbs);
-	P_ASSERT_OK(exchange_info(c, &mine, &peer));
+	RU_ASSERT_OK(exchange_info(c, &mine, &peer));
 	printf("# atomic_cap: mine %u, peer's %u\n", mine.cap, peer.cap);
 	EXPECT_EQ((uint32_t)IBV_ATOMIC_HCA, mine.cap);
 	EXPECT_EQ((uint32_t)IBV_ATOMIC_HCA, peer.cap);
 
-	memset(rb.addr, 0xc3, 64);
-	memset(&op, 0, sizeof(op));
-	op.kind = AOP_FA;
-	op.add = 0;
-	op.raddr = peer.addr;
-	op.rkey = peer.rkey;
-	rc = post_atomic(c->ep.qp, NULL, API_POST, &op, (uintptr_t)rb.addr,
-			 rb.mr->lkey, 1, IBV_SEND_SIGNALED);
+	rc = post_probe(&c->ep, &rb, &peer);
 	ASSERT_EQ(0, rc) TH_LOG("post: %s", strerror(rc));
 	rc = ru_poll(c->ep.scq, &wc, 5000);
 	ASSERT_EQ(1, rc) TH_LOG("FetchAdd(0) did not complete within 5 s");
@@ -372,16 +267,16 @@ TEST_F_TIMEOUT(siwx, fetch_add_0_probe, 300)
 	memset(&res, 0, sizeof(res));
 	res.type = M_RESULT;
 	if (is_a()) {
-		P_ASSERT_OK(recv_msg(c, M_RESULT, &peer, IO_MS));
+		RU_ASSERT_OK(recv_msg(c, M_RESULT, &peer, IO_MS));
 		if (ld64(self->page + WORD_OFF) != val)
 			fails++;
 		res.status = (uint32_t)fails;
-		P_ASSERT_OK(send_msg(c, &res));
+		RU_ASSERT_OK(send_msg(c, &res));
 	} else {
 		/* a's probe of our word happened before a's verdict */
 		res.status = (uint32_t)fails;
-		P_ASSERT_OK(send_msg(c, &res));
-		P_ASSERT_OK(recv_msg(c, M_RESULT, &peer, IO_MS));
+		RU_ASSERT_OK(send_msg(c, &res));
+		RU_ASSERT_OK(recv_msg(c, M_RESULT, &peer, IO_MS));
 		if (ld64(self->page + WORD_OFF) != val)
 			fails++;
 	}
@@ -461,13 +356,6 @@ static int run_workers(struct pworker *w, int n)
 	return bad;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * VM a's word, FetchAdd(1) from NLOCAL QPs of a (loopback connections)
  * and NREMOTE QPs of b, WINDOW outstanding each.
@@ -477,7 +365,7 @@ TEST_F_TIMEOUT(siwx, fetch_add_total, 400)
 	int iters = (int)ru_env_long("SIWX_ATOMIC_PAIR_ITERS", 500);
 	size_t total = (size_t)(NLOCAL + NREMOTE) * iters, k;
 	struct pworker w[NLOCAL > NREMOTE ? NLOCAL : NREMOTE];
-	struct pmsg m, info, rinfo[NREMOTE];
+	struct ru_msg m, info, rinfo[NREMOTE];
 	uint64_t init, t0;
 	int i, rc, fails = 0;
 
@@ -517,34 +405,35 @@ TEST_F_TIMEOUT(siwx, fetch_add_total, 400)
 		/* own loopback QPs first (listener l2) */
 		ru_caps_default(&caps);
 		for (i = 0; i < NLOCAL; i++)
-			P_ASSERT_OK(ax_client_start(&lc[i], local, local,
-						    (uint16_t)port_of(3), &caps,
-						    0, NULL));
+			RU_ASSERT_OK(ru_client_start(&lc[i], local, local,
+						     (uint16_t)port_of(3), &caps,
+						     RU_TIMEOUT_MS));
+		caps.shared_pd = self->pd;
 		for (i = 0; i < NLOCAL; i++) {
-			P_ASSERT_OK(ax_accept_start(&self->l2, &ls[i], &caps,
-						    self->pd, 30000));
+			RU_ASSERT_OK(ru_accept_start(&self->l2, &ls[i], &caps,
+						     30000));
 			RU_ASSERT_OK(ru_ep_wait_established(&ls[i], 30000));
 		}
 		for (i = 0; i < NLOCAL; i++)
 			RU_ASSERT_OK(ru_client_finish(&lc[i], 30000));
 		/* b's QPs (b may still be booting) */
 		for (i = 0; i < NREMOTE; i++) {
-			P_ASSERT_OK(pconn_accept(&self->l, &self->c[i], self->pd,
+			RU_ASSERT_OK(pconn_accept(&self->l, &self->c[i], self->pd,
 						 200000));
 			self->nconn = i + 1;
 		}
 		for (i = 0; i < NREMOTE; i++) {
-			P_ASSERT_OK(recv_msg(&self->c[i], M_HELLO, &m, IO_MS));
+			RU_ASSERT_OK(recv_msg(&self->c[i], M_HELLO, &m, IO_MS));
 			memset(&info, 0, sizeof(info));
 			info.type = M_INFO;
 			info.addr = (uintptr_t)(self->page + WORD_OFF);
 			info.rkey = self->mr->rkey;
 			info.value = init;
-			info.log_addr = (uintptr_t)(self->log + (size_t)i * iters);
-			info.log_rkey = self->log_mr->rkey;
-			info.iters = (uint32_t)iters;
+			info.addr2 = (uintptr_t)(self->log + (size_t)i * iters);
+			info.rkey2 = self->log_mr->rkey;
+			info.count = (uint32_t)iters;
 			info.cap = (uint32_t)dev_atomic_cap(self->pd->context);
-			P_ASSERT_OK(send_msg(&self->c[i], &info));
+			RU_ASSERT_OK(send_msg(&self->c[i], &info));
 		}
 		for (i = 0; i < NLOCAL; i++) {
 			w[i].ep = &lc[i];
@@ -558,13 +447,13 @@ TEST_F_TIMEOUT(siwx, fetch_add_total, 400)
 		memset(&m, 0, sizeof(m));
 		m.type = M_GO;
 		for (i = 0; i < NREMOTE; i++)
-			P_ASSERT_OK(send_msg(&self->c[i], &m));
+			RU_ASSERT_OK(send_msg(&self->c[i], &m));
 		t0 = ru_now_ms();
 		fails += run_workers(w, NLOCAL);
 		for (i = 0; i < NREMOTE; i++) {
 			rc = recv_msg(&self->c[i], M_DONE, &m, 300000);
 			if (rc) {
-				printf("# b's QP %d: %s\n", i, ax_errmsg());
+				printf("# b's QP %d: %s\n", i, ru_errmsg());
 				fails++;
 			} else if (m.status) {
 				printf("# b's QP %d reports %u problems\n", i,
@@ -604,7 +493,7 @@ TEST_F_TIMEOUT(siwx, fetch_add_total, 400)
 		for (i = 0; i < NLOCAL; i++) {
 			ru_buf_free(&w[i].buf);
 			ru_ep_close(&lc[i]);
-			ax_ep_close_shared(&ls[i]);
+			ru_ep_close(&ls[i]);	/* not self->pd */
 		}
 		free(before);
 		free(all);
@@ -614,22 +503,22 @@ TEST_F_TIMEOUT(siwx, fetch_add_total, 400)
 
 	/* b */
 	for (i = 0; i < NREMOTE; i++) {
-		P_ASSERT_OK(pconn_connect(&self->c[i], port_of(2),
+		RU_ASSERT_OK(pconn_connect(&self->c[i], port_of(2),
 					  i ? 60000 : 200000));
 		self->nconn = i + 1;
 	}
-	usleep(FIRST_SEND_DELAY_US);
+	usleep(RU_FIRST_SEND_DELAY_US);
 	memset(&m, 0, sizeof(m));
 	m.type = M_HELLO;
 	for (i = 0; i < NREMOTE; i++)
-		P_ASSERT_OK(send_msg(&self->c[i], &m));
+		RU_ASSERT_OK(send_msg(&self->c[i], &m));
 	for (i = 0; i < NREMOTE; i++) {
-		P_ASSERT_OK(recv_msg(&self->c[i], M_INFO, &rinfo[i], IO_MS));
+		RU_ASSERT_OK(recv_msg(&self->c[i], M_INFO, &rinfo[i], IO_MS));
 		EXPECT_EQ((uint32_t)IBV_ATOMIC_HCA, rinfo[i].cap);
 		w[i].ep = &self->c[i].ep;
 		w[i].raddr = rinfo[i].addr;
 		w[i].rkey = rinfo[i].rkey;
-		w[i].iters = (int)rinfo[i].iters;
+		w[i].iters = (int)rinfo[i].count;
 		/* WINDOW result slots, then the values returned */
 		RU_ASSERT_OK(ru_buf_alloc(&w[i].buf, self->c[i].ep.pd,
 					  8 * WINDOW + (size_t)w[i].iters * 8,
@@ -637,10 +526,10 @@ TEST_F_TIMEOUT(siwx, fetch_add_total, 400)
 		w[i].vals = (uint64_t *)(w[i].buf.addr + 8 * WINDOW);
 	}
 	for (i = 0; i < NREMOTE; i++)
-		P_ASSERT_OK(recv_msg(&self->c[i], M_GO, &m, IO_MS));
+		RU_ASSERT_OK(recv_msg(&self->c[i], M_GO, &m, IO_MS));
 	fails += run_workers(w, NREMOTE);
 	for (i = 0; i < NREMOTE; i++) {
-		struct pmsg *in = &rinfo[i];
+		struct ru_msg *in = &rinfo[i];
 		struct ibv_wc wc;
 
 		/* per QP the values rise: the responder executes in order */
@@ -659,7 +548,7 @@ TEST_F_TIMEOUT(siwx, fetch_add_total, 400)
 			rc = ru_post_send(&self->c[i].ep, IBV_WR_RDMA_WRITE,
 					  &w[i].buf, 8 * WINDOW,
 					  (size_t)w[i].iters * 8,
-					  in->log_addr, in->log_rkey, 77,
+					  in->addr2, in->rkey2, 77,
 					  IBV_SEND_SIGNALED);
 			if (!rc)
 				rc = ru_expect_success(self->c[i].ep.scq, 77, &wc,
@@ -670,10 +559,10 @@ TEST_F_TIMEOUT(siwx, fetch_add_total, 400)
 				m.status = 1;
 			}
 		}
-		P_ASSERT_OK(send_msg(&self->c[i], &m));
+		RU_ASSERT_OK(send_msg(&self->c[i], &m));
 	}
 	for (i = 0; i < NREMOTE; i++) {
-		P_ASSERT_OK(recv_msg(&self->c[i], M_RESULT, &m, 400000));
+		RU_ASSERT_OK(recv_msg(&self->c[i], M_RESULT, &m, 400000));
 		EXPECT_EQ(0u, m.status) TH_LOG("VM a saw %u problems", m.status);
 		ru_buf_free(&w[i].buf);
 	}
@@ -692,7 +581,7 @@ FIXTURE(upstream) {
 
 FIXTURE_SETUP(upstream)
 {
-	if (!have_role())
+	if (!ru_pair_role())
 		SKIP(return, "SIWX_ROLE is not a or b (pair topology only)");
 	if (local_kind() < 0 || peer_kind() < 0 ||
 	    local_kind() + peer_kind() != 1)
@@ -703,7 +592,7 @@ FIXTURE_SETUP(upstream)
 FIXTURE_TEARDOWN(upstream)
 {
 	if (self->nconn)
-		pconn_close(&self->c, 0);
+		pconn_close(&self->c);
 	if (self->mr)
 		ibv_dereg_mr(self->mr);
 	ru_listener_close(&self->l);
@@ -712,10 +601,10 @@ FIXTURE_TEARDOWN(upstream)
 
 /* Connect on port n, register a page with a known word, exchange INFO. */
 static void up_open(struct __test_metadata *_metadata,
-		    FIXTURE_DATA(upstream) *self, int n, struct pmsg *peer,
+		    FIXTURE_DATA(upstream) *self, int n, struct ru_msg *peer,
 		    uint64_t *val)
 {
-	struct pmsg mine;
+	struct ru_msg mine;
 	void *p;
 
 	ASSERT_EQ(0, posix_memalign(&p, PAGE, PAGE));
@@ -726,9 +615,9 @@ static void up_open(struct __test_metadata *_metadata,
 	if (is_a()) {
 		RU_ASSERT_OK(ru_listen(&self->l, ru_env("SIWX_LOCAL", "192.168.78.1"),
 				       (uint16_t)port_of(n), 4));
-		P_ASSERT_OK(pconn_accept(&self->l, &self->c, NULL, 200000));
+		RU_ASSERT_OK(pconn_accept(&self->l, &self->c, NULL, 200000));
 	} else {
-		P_ASSERT_OK(pconn_connect(&self->c, port_of(n), 200000));
+		RU_ASSERT_OK(pconn_connect(&self->c, port_of(n), 200000));
 	}
 	self->nconn = 1;
 	/* REMOTE_ATOMIC: a pure "opcode unknown" case for the upstream side */
@@ -746,7 +635,7 @@ static void up_open(struct __test_metadata *_metadata,
 	mine.rkey = self->mr->rkey;
 	mine.value = *val;
 	mine.cap = (uint32_t)dev_atomic_cap(self->c.ep.id->verbs);
-	P_ASSERT_OK(exchange_info(&self->c, &mine, peer));
+	RU_ASSERT_OK(exchange_info(&self->c, &mine, peer));
 	printf("# %s side (%s): atomic_cap mine %u, peer's %u\n",
 	       local_kind() ? "siwx" : "upstream", is_a() ? "a" : "b",
 	       mine.cap, peer->cap);
@@ -768,11 +657,10 @@ static void up_open(struct __test_metadata *_metadata,
  */
 TEST_F_TIMEOUT(upstream, fetch_add_0_probe_refused, 300)
 {
-	struct pmsg peer;
+	struct ru_msg peer;
 	struct ru_buf rb = {};
 	struct ibv_wc wc;
 	uint64_t val, t0;
-	struct aop op;
 	int rc, i;
 
 	up_open(_metadata, self, 4, &peer, &val);
@@ -788,15 +676,8 @@ TEST_F_TIMEOUT(upstream, fetch_add_0_probe_refused, 300)
 		return;
 	}
 	RU_ASSERT_OK(ru_buf_alloc(&rb, self->c.ep.pd, 64, IBV_ACCESS_LOCAL_WRITE));
-	memset(rb.addr, 0xc3, 64);
-	memset(&op, 0, sizeof(op));
-	op.kind = AOP_FA;
-	op.add = 0;
-	op.raddr = peer.addr;
-	op.rkey = peer.rkey;
 	t0 = ru_now_ms();
-	rc = post_atomic(self->c.ep.qp, NULL, API_POST, &op, (uintptr_t)rb.addr,
-			 rb.mr->lkey, 1, IBV_SEND_SIGNALED);
+	rc = post_probe(&self->c.ep, &rb, &peer);
 	ASSERT_EQ(0, rc) TH_LOG("post FetchAdd(0): %s", strerror(rc));
 	rc = ru_poll(self->c.ep.scq, &wc, 5000);
 	ASSERT_EQ(1, rc) TH_LOG("the probe did not complete within 5 s");
@@ -821,7 +702,7 @@ TEST_F_TIMEOUT(upstream, fetch_add_0_probe_refused, 300)
  */
 TEST_F_TIMEOUT(upstream, post_refused_without_cap, 300)
 {
-	struct pmsg peer, m;
+	struct ru_msg peer, m;
 	struct ru_buf rb = {};
 	struct ibv_wc wc;
 	uint64_t val;
@@ -863,10 +744,10 @@ TEST_F_TIMEOUT(upstream, post_refused_without_cap, 300)
 	m.type = M_RESULT;
 	if (!is_a()) {
 		m.status = (uint32_t)fails;
-		P_ASSERT_OK(send_msg(&self->c, &m));
-		P_ASSERT_OK(recv_msg(&self->c, M_RESULT, &peer, IO_MS));
+		RU_ASSERT_OK(send_msg(&self->c, &m));
+		RU_ASSERT_OK(recv_msg(&self->c, M_RESULT, &peer, IO_MS));
 	} else {
-		P_ASSERT_OK(recv_msg(&self->c, M_RESULT, &peer, IO_MS));
+		RU_ASSERT_OK(recv_msg(&self->c, M_RESULT, &peer, IO_MS));
 	}
 	if (local_kind()) {
 		EXPECT_EQ(val, ld64(self->page + WORD_OFF))
@@ -875,7 +756,7 @@ TEST_F_TIMEOUT(upstream, post_refused_without_cap, 300)
 	}
 	if (is_a()) {
 		m.status = (uint32_t)fails;
-		P_ASSERT_OK(send_msg(&self->c, &m));
+		RU_ASSERT_OK(send_msg(&self->c, &m));
 	}
 	EXPECT_EQ(0u, peer.status) TH_LOG("the peer saw %u problems", peer.status);
 }
@@ -888,8 +769,8 @@ int main(int argc, char **argv)
 {
 	char *nargv[4] = { argv[0], "-f", NULL, NULL };
 
-	if (argc == 1 && kind_of(0) >= 0 && kind_of(1) >= 0) {
-		nargv[2] = kind_of(0) && kind_of(1) ? "siwx" : "upstream";
+	if (argc == 1 && ru_pair_kind(0) >= 0 && ru_pair_kind(1) >= 0) {
+		nargv[2] = ru_pair_kind(0) && ru_pair_kind(1) ? "siwx" : "upstream";
 		return test_harness_run(3, nargv);
 	}
 	return test_harness_run(argc, argv);

@@ -144,7 +144,7 @@ int main(int argc, char **argv)
 	};
 	struct ru_listener l;
 	struct ru_ep srv, c;
-	struct ru_caps caps;
+	struct ru_caps caps, ccaps;
 	struct aop op;
 	int rc = 0, port;
 
@@ -156,17 +156,16 @@ int main(int argc, char **argv)
 	cname = argv[1];
 	port = atoi(argv[2]);
 	ru_caps_default(&caps);
+	ru_caps_default(&ccaps);
+	ccaps.send_ops = HAVE_SIWDV ? AX_SEND_OPS : 0;	/* masked: ibv_qp_ex */
 	memset(&srv, 0, sizeof(srv));
 	if (ru_listen(&l, ru_addr0(), (uint16_t)port, 4) ||
-	    ax_client_start(&c, ru_addr1(), ru_addr0(), (uint16_t)port, &caps,
-			    HAVE_SIWDV, &qpx) ||
-	    ax_accept_start(&l, &srv, &caps, NULL, 15000) ||
-	    ru_ep_wait_established(&srv, 15000) ||
-	    ru_client_finish(&c, 15000)) {
-		printf("ERROR case=%s connect: %s\n", cname, ax_errmsg());
+	    ru_pair_open_on(&l, &c, &srv, &ccaps, &caps)) {
+		printf("ERROR case=%s connect: %s\n", cname, ru_errmsg());
 		return 1;
 	}
 	cli = &c;
+	qpx = c.qpx;
 	if (ru_buf_alloc(&tgt, srv.pd, 64, ACC_ATOMIC) ||
 	    ru_buf_alloc(&res, c.pd, 4096, IBV_ACCESS_LOCAL_WRITE)) {
 		printf("ERROR case=%s %s\n", cname, ru_errmsg());

@@ -53,6 +53,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,23 +69,6 @@
 #define RPOST		192	/* length posted for a receive slot */
 #define MAXB		16
 
-#define IM_ASSERT_OK(expr) do {						\
-	int __im_rc = (expr);						\
-	if (__im_rc)							\
-		TH_LOG("%s -> %d: %s", #expr, __im_rc, im_errmsg());	\
-	ASSERT_EQ(0, __im_rc);						\
-} while (0)
-
-static long first_diff(const uint8_t *a, const uint8_t *b, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (a[i] != b[i])
-			return (long)i;
-	return -1;
-}
-
 /*
  * Bytes [off, off+n) of p against positions off.. of the stream of seed
  * (ru_check() compares from position 0). Index of the first difference
@@ -98,25 +82,25 @@ static long check_at(const uint8_t *p, size_t off, size_t n, uint64_t seed)
 	if (!ref)
 		return 0;
 	ru_fill(ref, off + n, seed);
-	at = first_diff(p + off, ref + off, n);
+	at = ru_first_diff(p + off, ref + off, n);
 	free(ref);
 	return at;
 }
 
-static void cfg_client(struct im_cfg *c)
+static void cfg_client(struct ru_caps *c)
 {
-	im_cfg_default(c);
-	c->caps.max_send_wr = 512;
-	c->caps.max_send_sge = IM_MAX_SGE_IMM;
-	c->caps.max_inline = IM_MAX_INLINE_IMM;
-	c->caps.max_recv_wr = 16;
+	ru_caps_default(c);
+	c->max_send_wr = 512;
+	c->max_send_sge = IM_MAX_SGE_IMM;
+	c->max_inline = IM_MAX_INLINE_IMM;
+	c->max_recv_wr = 16;
 }
 
-static void cfg_server(struct im_cfg *c)
+static void cfg_server(struct ru_caps *c)
 {
-	im_cfg_default(c);
-	c->caps.max_recv_wr = 512;
-	c->caps.max_send_wr = 16;
+	ru_caps_default(c);
+	c->max_recv_wr = 512;
+	c->max_send_wr = 16;
 }
 
 /* ---- one write with immediate and everything needed to check it ------- */
@@ -154,13 +138,13 @@ static void wimm_prepare(uint64_t *rng, struct wimm *w)
 	uint32_t cur = 0, i, j;
 	int n = w->nsge;
 
-	ru_fill(w->src, REGION, im_rng(rng));
-	w->s_old = im_rng(rng);
-	w->s_guard = im_rng(rng);
+	ru_fill(w->src, REGION, ru_rng(rng));
+	w->s_old = ru_rng(rng);
+	w->s_guard = ru_rng(rng);
 	ru_fill(w->dst, w->len, w->s_old);
 	ru_fill(w->dst + w->len, RU_GUARD, w->s_guard);
 	if (w->rslot) {
-		w->s_poison = im_rng(rng);
+		w->s_poison = ru_rng(rng);
 		ru_fill(w->rslot, RSLOT, w->s_poison);
 	}
 	w->imm = im_rand_imm(rng);
@@ -175,7 +159,7 @@ static void wimm_prepare(uint64_t *rng, struct wimm *w)
 		uint32_t left = w->len - n;
 
 		for (i = 0; i + 1 < (uint32_t)n; i++) {
-			uint32_t x = im_rand(rng, left + 1);
+			uint32_t x = ru_rand(rng, left + 1);
 
 			piece[i] += x;
 			left -= x;
@@ -189,7 +173,7 @@ static void wimm_prepare(uint64_t *rng, struct wimm *w)
 	cut[n > 0 ? n : 0] = j;
 	for (i = 0; i < (uint32_t)n; i++) {
 		uint32_t plen = cut[i + 1] - cut[i];
-		uint32_t gap = im_rand(rng, 512);
+		uint32_t gap = ru_rand(rng, 512);
 
 		cur += gap;
 		w->sg[i].addr = (uintptr_t)(w->src + cur);
@@ -200,9 +184,9 @@ static void wimm_prepare(uint64_t *rng, struct wimm *w)
 	}
 }
 
-static int wimm_post(struct im_ep *cli, struct wimm *w)
+static int wimm_post(struct ru_ep *cli, struct wimm *w)
 {
-	int rc = im_post(cli->e.qp, IBV_WR_RDMA_WRITE_WITH_IMM, w->sg, w->nsge,
+	int rc = ru_post_sge(cli->qp, IBV_WR_RDMA_WRITE_WITH_IMM, w->sg, w->nsge,
 			 w->raddr, w->rkey, w->imm,
 			 w->flags | (w->inl ? IBV_SEND_INLINE : 0), w->send_id);
 
@@ -223,13 +207,13 @@ static const char *wimm_str(const struct wimm *w, char *buf, size_t n)
 
 /* The receive completion of w, the data placed, nothing else touched. */
 static void wimm_check(struct __test_metadata *_metadata, const struct wimm *w,
-		       const struct im_wc *rw)
+		       const struct ru_wc *rw)
 {
 	char b1[160], b2[200];
 	long at;
 
 	wimm_str(w, b1, sizeof(b1));
-	im_wc_str(rw, b2, sizeof(b2));
+	ru_wc_str(rw, b2, sizeof(b2));
 	ASSERT_EQ(IBV_WC_SUCCESS, (int)rw->status) TH_LOG("%s: %s", b1, b2);
 	ASSERT_EQ(w->recv_id, rw->wr_id) TH_LOG("%s: %s", b1, b2);
 	ASSERT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, (int)rw->opcode)
@@ -237,7 +221,7 @@ static void wimm_check(struct __test_metadata *_metadata, const struct wimm *w,
 	ASSERT_TRUE(!!(rw->wc_flags & IBV_WC_WITH_IMM)) TH_LOG("%s: %s", b1, b2);
 	ASSERT_EQ(be32toh(w->imm), be32toh(rw->imm)) TH_LOG("%s: %s", b1, b2);
 	ASSERT_EQ(w->want_blen, rw->byte_len) TH_LOG("%s: %s", b1, b2);
-	at = first_diff(w->dst, w->expect, w->len);
+	at = ru_first_diff(w->dst, w->expect, w->len);
 	ASSERT_EQ(-1, at) TH_LOG("%s: target differs at byte %ld", b1, at);
 	at = ru_check(w->dst + w->len, RU_GUARD, w->s_guard);
 	ASSERT_EQ(-1, at) TH_LOG("%s: byte %ld after the target changed", b1, at);
@@ -258,7 +242,7 @@ static void wimm_free(struct wimm *w)
 
 FIXTURE(imm) {
 	struct ru_listener l;
-	struct im_ep cli, srv, cli2, srv2;
+	struct ru_ep cli, srv, cli2, srv2;
 	struct ru_buf b[MAXB];
 	struct ibv_pd *spd;
 	struct ibv_srq *ssrq;
@@ -280,10 +264,10 @@ FIXTURE_TEARDOWN(imm)
 
 	for (i = 0; i < MAXB; i++)
 		ru_buf_free(&self->b[i]);
-	im_close(&self->cli);
-	im_close(&self->srv);
-	im_close(&self->cli2);
-	im_close(&self->srv2);
+	ru_ep_close(&self->cli);
+	ru_ep_close(&self->srv);
+	ru_ep_close(&self->cli2);
+	ru_ep_close(&self->srv2);
 	if (self->ssrq)
 		ibv_destroy_srq(self->ssrq);
 	if (self->spd)
@@ -293,28 +277,28 @@ FIXTURE_TEARDOWN(imm)
 
 /* Nothing more on a CQ for QUIET_MS. */
 static void assert_cq_quiet(struct __test_metadata *_metadata,
-			    struct im_ep *m, int recv, const char *what)
+			    struct ru_ep *m, int recv, const char *what)
 {
-	struct im_wc w;
+	struct ru_wc w;
 	char buf[200];
 	int rc;
 
-	rc = recv ? im_poll_recv(m, &w, QUIET_MS) : im_poll_send(m, &w, QUIET_MS);
+	rc = recv ? ru_poll_recv(m, &w, QUIET_MS) : ru_poll_send(m, &w, QUIET_MS);
 	ASSERT_EQ(0, rc) TH_LOG("%s: unexpected completion %s", what,
-				rc == 1 ? im_wc_str(&w, buf, sizeof(buf)) :
-					  im_errmsg());
+				rc == 1 ? ru_wc_str(&w, buf, sizeof(buf)) :
+					  ru_errmsg());
 }
 
 /* Sender's completion of a write with immediate. */
-static void expect_send_ok(struct __test_metadata *_metadata, struct im_ep *cli,
+static void expect_send_ok(struct __test_metadata *_metadata, struct ru_ep *cli,
 			   uint64_t wr_id, enum ibv_wc_opcode op)
 {
-	struct im_wc w;
+	struct ru_wc w;
 	char buf[200];
 
-	ASSERT_EQ(1, im_poll_send(cli, &w, WAIT_MS))
-		TH_LOG("wr %llu: %s", (unsigned long long)wr_id, im_errmsg());
-	im_wc_str(&w, buf, sizeof(buf));
+	ASSERT_EQ(1, ru_poll_send(cli, &w, WAIT_MS))
+		TH_LOG("wr %llu: %s", (unsigned long long)wr_id, ru_errmsg());
+	ru_wc_str(&w, buf, sizeof(buf));
 	ASSERT_EQ(IBV_WC_SUCCESS, (int)w.status) TH_LOG("%s", buf);
 	ASSERT_EQ(wr_id, w.wr_id) TH_LOG("%s", buf);
 	ASSERT_EQ((int)op, (int)w.opcode) TH_LOG("%s", buf);
@@ -323,14 +307,14 @@ static void expect_send_ok(struct __test_metadata *_metadata, struct im_ep *cli,
 /* Buffers of the write tests: b[0] client sources, b[1] server targets,
  * b[2] server receive slots. */
 static void alloc_wimm_bufs(struct __test_metadata *_metadata,
-			    FIXTURE_DATA(imm) *self, struct im_ep *cli,
-			    struct im_ep *srv, int n)
+			    FIXTURE_DATA(imm) *self, struct ru_ep *cli,
+			    struct ru_ep *srv, int n)
 {
-	RU_ASSERT_OK(ru_buf_alloc(&self->b[0], cli->e.pd, (size_t)n * REGION,
+	RU_ASSERT_OK(ru_buf_alloc(&self->b[0], cli->pd, (size_t)n * REGION,
 				  IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(&self->b[1], srv->e.pd, (size_t)n * TSLOT,
+	RU_ASSERT_OK(ru_buf_alloc(&self->b[1], srv->pd, (size_t)n * TSLOT,
 				  IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(&self->b[2], srv->e.pd, (size_t)n * RSLOT,
+	RU_ASSERT_OK(ru_buf_alloc(&self->b[2], srv->pd, (size_t)n * RSLOT,
 				  IM_ACC));
 }
 
@@ -348,10 +332,10 @@ static void wimm_bind(FIXTURE_DATA(imm) *self, struct wimm *w, int i)
 }
 
 /* wimm_post_recv() needs an MR: the receive slots' */
-static int wimm_post_recv_mr(struct im_ep *srv, struct ibv_mr *mr,
+static int wimm_post_recv_mr(struct ru_ep *srv, struct ibv_mr *mr,
 			     struct wimm *w)
 {
-	return im_post_recv_sge(srv->e.qp, srv->srq, mr, w->rslot, w->rlen,
+	return ru_post_recv_mr(srv->qp, srv->srq, mr, w->rslot, w->rlen,
 				w->recv_id);
 }
 
@@ -388,15 +372,15 @@ static const struct size_case {
 
 TEST_F_TIMEOUT(imm, sizes, 180)
 {
-	struct im_cfg cc, sc;
+	struct ru_caps cc, sc;
 	struct wimm w;
-	struct im_wc rw;
+	struct ru_wc rw;
 	char buf[160];
 	int i;
 
 	cfg_client(&cc);
 	cfg_server(&sc);
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
 	alloc_wimm_bufs(_metadata, self, &self->cli, &self->srv, 1);
 	memset(&w, 0, sizeof(w));
 	for (i = 0; i < NSIZES; i++) {
@@ -412,12 +396,12 @@ TEST_F_TIMEOUT(imm, sizes, 180)
 		wimm_bind(self, &w, 0);
 		wimm_prepare(&self->rng, &w);
 		printf("# %s\n", wimm_str(&w, buf, sizeof(buf)));
-		IM_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, &w));
-		IM_ASSERT_OK(wimm_post(&self->cli, &w));
+		RU_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, &w));
+		RU_ASSERT_OK(wimm_post(&self->cli, &w));
 		expect_send_ok(_metadata, &self->cli, w.send_id,
 			       IBV_WC_RDMA_WRITE);
-		ASSERT_EQ(1, im_poll_recv(&self->srv, &rw, WAIT_MS))
-			TH_LOG("%s: %s", buf, im_errmsg());
+		ASSERT_EQ(1, ru_poll_recv(&self->srv, &rw, WAIT_MS))
+			TH_LOG("%s: %s", buf, ru_errmsg());
 		wimm_check(_metadata, &w, &rw);
 	}
 	wimm_free(&w);
@@ -431,37 +415,37 @@ TEST_F_TIMEOUT(imm, random, 300)
 {
 	int iters = (int)ru_env_long("SIWX_IMM_RANDOM", 160);
 	struct wimm w[BATCH];
-	struct im_cfg cc, sc;
-	struct im_wc rw;
+	struct ru_caps cc, sc;
+	struct ru_wc rw;
 	char buf[160];
 	int done = 0, i, n, nzero = 0, ninl = 0, nse = 0, nmulti = 0;
 
 	cfg_client(&cc);
 	cfg_server(&sc);
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
 	alloc_wimm_bufs(_metadata, self, &self->cli, &self->srv, BATCH);
 	memset(w, 0, sizeof(w));
 	while (done < iters) {
-		n = 1 + (int)im_rand(&self->rng, BATCH);
+		n = 1 + (int)ru_rand(&self->rng, BATCH);
 		if (n > iters - done)
 			n = iters - done;
 		for (i = 0; i < n; i++) {
 			struct wimm *x = &w[i];
-			uint32_t r = im_rand(&self->rng, 4);
+			uint32_t r = ru_rand(&self->rng, 4);
 
-			x->len = r == 0 ? 0 : r == 1 ? 1 + im_rand(&self->rng, 64) :
-				 r == 2 ? 65 + im_rand(&self->rng, 8192 - 64) :
-				 8193 + im_rand(&self->rng, 65536 - 8192);
-			x->nsge = 1 + (int)im_rand(&self->rng, IM_MAX_SGE_IMM);
+			x->len = r == 0 ? 0 : r == 1 ? 1 + ru_rand(&self->rng, 64) :
+				 r == 2 ? 65 + ru_rand(&self->rng, 8192 - 64) :
+				 8193 + ru_rand(&self->rng, 65536 - 8192);
+			x->nsge = 1 + (int)ru_rand(&self->rng, IM_MAX_SGE_IMM);
 			if (x->len == 0)
-				x->nsge = (int)im_rand(&self->rng, 2);
+				x->nsge = (int)ru_rand(&self->rng, 2);
 			else if ((uint32_t)x->nsge > x->len)
 				x->nsge = (int)x->len;
 			x->inl = x->len <= IM_MAX_INLINE_IMM &&
-				 im_rand(&self->rng, 3) == 0;
+				 ru_rand(&self->rng, 3) == 0;
 			x->flags = IBV_SEND_SIGNALED |
-				(im_rand(&self->rng, 4) == 0 ? IBV_SEND_SOLICITED : 0);
-			x->rlen = im_rand(&self->rng, 4) == 0 ? 1 : RPOST;
+				(ru_rand(&self->rng, 4) == 0 ? IBV_SEND_SOLICITED : 0);
+			x->rlen = ru_rand(&self->rng, 4) == 0 ? 1 : RPOST;
 			x->recv_id = 1000000 + done + i;
 			x->send_id = 2000000 + done + i;
 			wimm_bind(self, x, i);
@@ -470,17 +454,17 @@ TEST_F_TIMEOUT(imm, random, 300)
 			ninl += x->inl;
 			nse += !!(x->flags & IBV_SEND_SOLICITED);
 			nmulti += x->nsge > 1;
-			IM_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, x));
+			RU_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, x));
 		}
 		for (i = 0; i < n; i++)
-			IM_ASSERT_OK(wimm_post(&self->cli, &w[i]));
+			RU_ASSERT_OK(wimm_post(&self->cli, &w[i]));
 		for (i = 0; i < n; i++)
 			expect_send_ok(_metadata, &self->cli, w[i].send_id,
 				       IBV_WC_RDMA_WRITE);
 		for (i = 0; i < n; i++) {
-			ASSERT_EQ(1, im_poll_recv(&self->srv, &rw, WAIT_MS))
+			ASSERT_EQ(1, ru_poll_recv(&self->srv, &rw, WAIT_MS))
 				TH_LOG("%s: %s", wimm_str(&w[i], buf, sizeof(buf)),
-				       im_errmsg());
+				       ru_errmsg());
 			wimm_check(_metadata, &w[i], &rw);
 		}
 		done += n;
@@ -523,12 +507,12 @@ static const char *okind_str(const struct cop *o)
 TEST_F_TIMEOUT(imm, ordering_chain, 300)
 {
 	int n = (int)ru_env_long("SIWX_IMM_CHAIN", 300), i, nrecv = 0, got;
-	uint64_t poison = im_rng(&self->rng), s_old = im_rng(&self->rng);
-	uint64_t s_rsrc = im_rng(&self->rng);
+	uint64_t poison = ru_rng(&self->rng), s_old = ru_rng(&self->rng);
+	uint64_t s_rsrc = ru_rng(&self->rng);
 	struct ru_buf *csrc = &self->b[0], *stgt = &self->b[1];
 	struct ru_buf *srecv = &self->b[2];
 	int cnt[4] = { 0 }, nzero = 0, nzero_after_write = 0;
-	struct im_cfg cc, sc;
+	struct ru_caps cc, sc;
 	struct cop *ops;
 	uint8_t *seen;
 	char buf[200];
@@ -540,36 +524,36 @@ TEST_F_TIMEOUT(imm, ordering_chain, 300)
 	ASSERT_TRUE(ops && seen);
 	cfg_client(&cc);
 	cfg_server(&sc);
-	cc.caps.max_send_wr = 512;
-	sc.caps.max_recv_wr = 512;
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
-	RU_ASSERT_OK(ru_buf_alloc(csrc, self->cli.e.pd, (size_t)n * CREG, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(stgt, self->srv.e.pd, (size_t)n * CTS, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(srecv, self->srv.e.pd, (size_t)n * CRS, IM_ACC));
+	cc.max_send_wr = 512;
+	sc.max_recv_wr = 512;
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
+	RU_ASSERT_OK(ru_buf_alloc(csrc, self->cli.pd, (size_t)n * CREG, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(stgt, self->srv.pd, (size_t)n * CTS, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(srecv, self->srv.pd, (size_t)n * CRS, IM_ACC));
 
 	/* the chain */
 	for (i = 0; i < n; i++) {
 		struct cop *o = &ops[i];
-		uint32_t r = im_rand(&self->rng, 10);
+		uint32_t r = ru_rand(&self->rng, 10);
 
 		o->k = r < 3 ? K_SEND : r < 7 ? K_WIMM : r < 9 ? K_WRITE : K_READ;
-		o->seed = im_rng(&self->rng);
+		o->seed = ru_rng(&self->rng);
 		o->slot = -1;
 		o->se = (o->k == K_SEND || o->k == K_WIMM) &&
-			im_rand(&self->rng, 2);
+			ru_rand(&self->rng, 2);
 		switch (o->k) {
 		case K_SEND:
-			o->len = im_rand(&self->rng, 4) ? im_rand(&self->rng, 2049) : 0;
+			o->len = ru_rand(&self->rng, 4) ? ru_rand(&self->rng, 2049) : 0;
 			break;
 		case K_WIMM:
-			o->len = im_rand(&self->rng, 3) ? 1 + im_rand(&self->rng, 8192) : 0;
+			o->len = ru_rand(&self->rng, 3) ? 1 + ru_rand(&self->rng, 8192) : 0;
 			o->imm = im_rand_imm(&self->rng);
 			break;
 		case K_WRITE:	/* zero-length plain Writes: see basic.xfer */
-			o->len = 1 + im_rand(&self->rng, 4096);
+			o->len = 1 + ru_rand(&self->rng, 4096);
 			break;
 		case K_READ:
-			o->len = 1 + im_rand(&self->rng, 4096);
+			o->len = 1 + ru_rand(&self->rng, 4096);
 			break;
 		}
 		if (o->k == K_SEND || o->k == K_WIMM)
@@ -601,7 +585,7 @@ TEST_F_TIMEOUT(imm, ordering_chain, 300)
 	       cnt[K_WRITE], cnt[K_READ]);
 	for (i = 0; i < nrecv; i++) {
 		ru_fill(srecv->addr + (size_t)i * CRS, CRS, poison + i);
-		IM_ASSERT_OK(im_post_recv_sge(self->srv.e.qp, NULL, srecv->mr,
+		RU_ASSERT_OK(ru_post_recv_mr(self->srv.qp, NULL, srecv->mr,
 					      srecv->addr + (size_t)i * CRS,
 					      2048, 10000 + i));
 	}
@@ -616,17 +600,17 @@ TEST_F_TIMEOUT(imm, ordering_chain, 300)
 			[K_WRITE] = IBV_WR_RDMA_WRITE, [K_READ] = IBV_WR_RDMA_READ,
 		};
 
-		IM_ASSERT_OK(im_post(self->cli.e.qp, wop[o->k], &sg, 1, raddr,
+		RU_ASSERT_OK(ru_post_sge(self->cli.qp, wop[o->k], &sg, 1, raddr,
 				     stgt->mr->rkey, o->imm, fl, i));
 	}
 
 	/* sender: every WR once, all successful (Reads may complete late) */
 	for (i = 0; i < n; i++) {
-		struct im_wc w;
+		struct ru_wc w;
 
-		ASSERT_EQ(1, im_poll_send(&self->cli, &w, 60000))
-			TH_LOG("sender: %d of %d completions: %s", i, n, im_errmsg());
-		im_wc_str(&w, buf, sizeof(buf));
+		ASSERT_EQ(1, ru_poll_send(&self->cli, &w, 60000))
+			TH_LOG("sender: %d of %d completions: %s", i, n, ru_errmsg());
+		ru_wc_str(&w, buf, sizeof(buf));
 		ASSERT_EQ(IBV_WC_SUCCESS, (int)w.status) TH_LOG("sender: %s", buf);
 		ASSERT_LT(w.wr_id, (uint64_t)n) TH_LOG("sender: %s", buf);
 		ASSERT_EQ(0, seen[w.wr_id]) TH_LOG("sender: twice: %s", buf);
@@ -637,17 +621,17 @@ TEST_F_TIMEOUT(imm, ordering_chain, 300)
 	for (i = 0; i < n; i++) {
 		struct cop *o = &ops[i];
 		uint8_t *slot;
-		struct im_wc w;
+		struct ru_wc w;
 		long at;
 
 		if (o->slot < 0)
 			continue;
 		slot = srecv->addr + (size_t)o->slot * CRS;
-		ASSERT_EQ(1, im_poll_recv(&self->srv, &w, 60000))
+		ASSERT_EQ(1, ru_poll_recv(&self->srv, &w, 60000))
 			TH_LOG("receiver: %d of %d completions: %s", got, nrecv,
-			       im_errmsg());
+			       ru_errmsg());
 		got++;
-		im_wc_str(&w, buf, sizeof(buf));
+		ru_wc_str(&w, buf, sizeof(buf));
 		ASSERT_EQ(IBV_WC_SUCCESS, (int)w.status)
 			TH_LOG("op %d (%s, %u bytes): %s", i, okind_str(o), o->len, buf);
 		ASSERT_EQ((uint64_t)(10000 + o->slot), w.wr_id)
@@ -766,36 +750,36 @@ static const struct sol_step sol_steps[] = {
 
 TEST_F_TIMEOUT(imm, solicited_events, 180)
 {
-	struct im_cfg cc, sc;
+	struct ru_caps cc, sc;
 	struct ru_buf *src = &self->b[0], *tgt = &self->b[1], *rb = &self->b[2];
 	int i, rc, bad = 0;
 
 	cfg_client(&cc);
 	cfg_server(&sc);
 	sc.rcq_channel = 1;
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
-	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.e.pd, 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.e.pd, NSOL * 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(rb, self->srv.e.pd, NSOL * RSLOT, IM_ACC));
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
+	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.pd, 4096, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.pd, NSOL * 4096, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(rb, self->srv.pd, NSOL * RSLOT, IM_ACC));
 	ru_fill(src->addr, 4096, self->seed);
 	for (i = 0; i < NSOL; i++)
-		IM_ASSERT_OK(im_post_recv_sge(self->srv.e.qp, NULL, rb->mr,
+		RU_ASSERT_OK(ru_post_recv_mr(self->srv.qp, NULL, rb->mr,
 					      rb->addr + i * RSLOT, RPOST, i));
 	for (i = 0; i < NSOL; i++) {
 		const struct sol_step *s = &sol_steps[i];
 		struct ibv_sge sg = { .addr = (uintptr_t)src->addr,
 				      .length = s->len, .lkey = src->mr->lkey };
 		__be32 imm = im_rand_imm(&self->rng);
-		struct im_wc w;
+		struct ru_wc w;
 		char buf[200];
 
 		if (s->arm)
-			ASSERT_EQ(0, ibv_req_notify_cq(self->srv.e.rcq, s->arm == 1))
+			ASSERT_EQ(0, ibv_req_notify_cq(self->srv.rcq, s->arm == 1))
 				TH_LOG("ibv_req_notify_cq");
 		printf("# step %d: %s (CQ %s)\n", i, s->what,
 		       s->arm == 1 ? "re-armed, solicited only" :
 		       s->arm == 2 ? "re-armed, any completion" : "still armed");
-		IM_ASSERT_OK(im_post(self->cli.e.qp, s->op, &sg, 1,
+		RU_ASSERT_OK(ru_post_sge(self->cli.qp, s->op, &sg, 1,
 				     (uintptr_t)tgt->addr + i * 4096,
 				     tgt->mr->rkey, imm,
 				     IBV_SEND_SIGNALED |
@@ -804,7 +788,7 @@ TEST_F_TIMEOUT(imm, solicited_events, 180)
 			       s->op == IBV_WR_SEND ? IBV_WC_SEND :
 						      IBV_WC_RDMA_WRITE);
 		if (s->wake) {
-			rc = wait_cq_event(self->srv.cc, self->srv.e.rcq, WAIT_MS);
+			rc = wait_cq_event(self->srv.cc, self->srv.rcq, WAIT_MS);
 			if (rc != 1) {
 				printf("# step %d (%s): no completion event within "
 				       "%d ms\n", i, s->what, WAIT_MS);
@@ -812,9 +796,9 @@ TEST_F_TIMEOUT(imm, solicited_events, 180)
 			}
 		}
 		/* the completion is there either way */
-		ASSERT_EQ(1, im_poll_recv(&self->srv, &w, WAIT_MS))
-			TH_LOG("step %d (%s): %s", i, s->what, im_errmsg());
-		im_wc_str(&w, buf, sizeof(buf));
+		ASSERT_EQ(1, ru_poll_recv(&self->srv, &w, WAIT_MS))
+			TH_LOG("step %d (%s): %s", i, s->what, ru_errmsg());
+		ru_wc_str(&w, buf, sizeof(buf));
 		ASSERT_EQ(IBV_WC_SUCCESS, (int)w.status) TH_LOG("step %d: %s", i, buf);
 		ASSERT_EQ((uint64_t)i, w.wr_id) TH_LOG("step %d: %s", i, buf);
 		if (s->op == IBV_WR_RDMA_WRITE_WITH_IMM) {
@@ -825,7 +809,7 @@ TEST_F_TIMEOUT(imm, solicited_events, 180)
 			ASSERT_EQ(s->len, w.byte_len) TH_LOG("step %d: %s", i, buf);
 		}
 		if (!s->wake) {
-			rc = wait_cq_event(self->srv.cc, self->srv.e.rcq, QUIET_MS);
+			rc = wait_cq_event(self->srv.cc, self->srv.rcq, QUIET_MS);
 			if (rc) {
 				printf("# step %d (%s) woke a CQ armed for solicited "
 				       "completions only\n", i, s->what);
@@ -845,21 +829,21 @@ TEST_F_TIMEOUT(imm, solicited_events, 180)
 TEST_F_TIMEOUT(imm, srq_consumption, 180)
 {
 	struct ibv_context *ctx = self->l.id->verbs;
-	struct im_ep *cl[2] = { &self->cli, &self->cli2 };
-	struct im_ep *sv[2] = { &self->srv, &self->srv2 };
+	struct ru_ep *cl[2] = { &self->cli, &self->cli2 };
+	struct ru_ep *sv[2] = { &self->srv, &self->srv2 };
 	struct wimm w[SRQ_N];
 	int count[2] = { 11, 9 }, total = 0, q, i, k, rc;
 	int from_srq[SRQ_N];
 	struct ibv_srq_init_attr sa;
 	struct ibv_srq_attr at;
 	struct ibv_async_event ev;
-	struct im_cfg cc, sc;
-	struct im_wc rw;
+	struct ru_caps cc, sc;
+	struct ru_wc rw;
 	char buf[200];
 
 	ASSERT_NE(NULL, ctx) TH_LOG("listener has no device");
-	IM_ASSERT_OK(im_async_nonblock(ctx));
-	while (im_get_async(ctx, &ev, 0) == 1)	/* stale ones */
+	RU_ASSERT_OK(ru_async_nonblock(ctx));
+	while (ru_get_async(ctx, &ev, 0) == 1)	/* stale ones */
 		;
 	self->spd = ibv_alloc_pd(ctx);
 	ASSERT_NE(NULL, self->spd);
@@ -873,9 +857,9 @@ TEST_F_TIMEOUT(imm, srq_consumption, 180)
 	sc.shared_pd = self->spd;
 	sc.shared_srq = self->ssrq;
 	for (q = 0; q < 2; q++)
-		IM_ASSERT_OK(im_pair_open(&self->l, cl[q], sv[q], &cc, &sc));
-	RU_ASSERT_OK(ru_buf_alloc(&self->b[0], self->cli.e.pd, REGION, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(&self->b[3], self->cli2.e.pd, REGION, IM_ACC));
+		RU_ASSERT_OK(ru_pair_open_on(&self->l, cl[q], sv[q], &cc, &sc));
+	RU_ASSERT_OK(ru_buf_alloc(&self->b[0], self->cli.pd, REGION, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(&self->b[3], self->cli2.pd, REGION, IM_ACC));
 	RU_ASSERT_OK(ru_buf_alloc(&self->b[1], self->spd, (size_t)SRQ_N * TSLOT,
 				  IM_ACC));
 	RU_ASSERT_OK(ru_buf_alloc(&self->b[2], self->spd, (size_t)SRQ_N * RSLOT,
@@ -884,7 +868,7 @@ TEST_F_TIMEOUT(imm, srq_consumption, 180)
 	/* SRQ_N entries, consumed in posting order whichever QP takes them */
 	for (i = 0; i < SRQ_N; i++) {
 		ru_fill(self->b[2].addr + i * RSLOT, RSLOT, self->seed + i);
-		IM_ASSERT_OK(im_post_recv_sge(NULL, self->ssrq, self->b[2].mr,
+		RU_ASSERT_OK(ru_post_recv_mr(NULL, self->ssrq, self->b[2].mr,
 					      self->b[2].addr + i * RSLOT, RPOST,
 					      5000 + i));
 		from_srq[i] = 0;
@@ -901,7 +885,7 @@ TEST_F_TIMEOUT(imm, srq_consumption, 180)
 		for (k = 0; k < count[q]; k++) {
 			struct wimm *x = &w[total + k];
 
-			x->len = k % 3 == 0 ? 0 : 1 + im_rand(&self->rng, 4096);
+			x->len = k % 3 == 0 ? 0 : 1 + ru_rand(&self->rng, 4096);
 			x->nsge = 1;
 			x->flags = IBV_SEND_SIGNALED;
 			x->src = sb->addr;
@@ -911,7 +895,7 @@ TEST_F_TIMEOUT(imm, srq_consumption, 180)
 			x->rkey = self->b[1].mr->rkey;
 			x->send_id = total + k;
 			wimm_prepare(&self->rng, x);
-			IM_ASSERT_OK(wimm_post(cl[q], x));
+			RU_ASSERT_OK(wimm_post(cl[q], x));
 			expect_send_ok(_metadata, cl[q], x->send_id,
 				       IBV_WC_RDMA_WRITE);
 		}
@@ -924,14 +908,14 @@ TEST_F_TIMEOUT(imm, srq_consumption, 180)
 			struct wimm *x = &w[total + k];
 			int e;
 
-			ASSERT_EQ(1, im_poll_recv(sv[q], &rw, WAIT_MS))
-				TH_LOG("QP %d write %d: %s", q, k, im_errmsg());
-			im_wc_str(&rw, buf, sizeof(buf));
+			ASSERT_EQ(1, ru_poll_recv(sv[q], &rw, WAIT_MS))
+				TH_LOG("QP %d write %d: %s", q, k, ru_errmsg());
+			ru_wc_str(&rw, buf, sizeof(buf));
 			e = (int)rw.wr_id - 5000;
 			ASSERT_TRUE(e >= 0 && e < SRQ_N) TH_LOG("QP %d: %s", q, buf);
 			ASSERT_EQ(0, from_srq[e]) TH_LOG("entry used twice: %s", buf);
 			from_srq[e] = 1;
-			ASSERT_EQ(sv[q]->e.qp->qp_num, rw.qp_num) TH_LOG("%s", buf);
+			ASSERT_EQ(sv[q]->qp->qp_num, rw.qp_num) TH_LOG("%s", buf);
 			x->recv_id = rw.wr_id;	/* the entry it took */
 			x->rslot = self->b[2].addr + e * RSLOT;
 			x->s_poison = self->seed + e;
@@ -948,7 +932,7 @@ TEST_F_TIMEOUT(imm, srq_consumption, 180)
 	}
 	printf("# %d writes with immediate on 2 QPs took SRQ entries 0..%d\n",
 	       total, total - 1);
-	rc = im_get_async(ctx, &ev, QUIET_MS);
+	rc = ru_get_async(ctx, &ev, QUIET_MS);
 	ASSERT_EQ(0, rc) TH_LOG("async event %s with %d entries left (limit %d)",
 				ibv_event_type_str(ev.event_type), SRQ_N - total,
 				SRQ_LIMIT);
@@ -966,10 +950,10 @@ TEST_F_TIMEOUT(imm, srq_consumption, 180)
 		x->rkey = self->b[1].mr->rkey;
 		x->send_id = 99;
 		wimm_prepare(&self->rng, x);
-		IM_ASSERT_OK(wimm_post(&self->cli2, x));
+		RU_ASSERT_OK(wimm_post(&self->cli2, x));
 		expect_send_ok(_metadata, &self->cli2, 99, IBV_WC_RDMA_WRITE);
-		ASSERT_EQ(1, im_poll_recv(&self->srv2, &rw, WAIT_MS))
-			TH_LOG("%s", im_errmsg());
+		ASSERT_EQ(1, ru_poll_recv(&self->srv2, &rw, WAIT_MS))
+			TH_LOG("%s", ru_errmsg());
 		ASSERT_EQ((uint64_t)(5000 + total), rw.wr_id);
 		x->recv_id = rw.wr_id;
 		x->rslot = self->b[2].addr + total * RSLOT;
@@ -979,7 +963,7 @@ TEST_F_TIMEOUT(imm, srq_consumption, 180)
 		total++;
 	}
 	for (;;) {
-		rc = im_get_async(ctx, &ev, WAIT_MS);
+		rc = ru_get_async(ctx, &ev, WAIT_MS);
 		ASSERT_EQ(1, rc) TH_LOG("no SRQ limit event with %d entries left "
 					"(limit %d)", SRQ_N - total, SRQ_LIMIT);
 		printf("# async event %s\n", ibv_event_type_str(ev.event_type));
@@ -1018,39 +1002,39 @@ static void qpx_add(struct ibv_qp_ex *qpx, struct wimm *w, int how)
 
 TEST_F_TIMEOUT(imm, qp_ex_write_imm, 180)
 {
-	struct im_cfg cc, sc;
+	struct ru_caps cc, sc;
 	struct wimm w[BATCH];
-	struct im_wc rw;
+	struct ru_wc rw;
 	char buf[160];
 	int round, i, rc;
 
 	cfg_client(&cc);
 	cfg_server(&sc);
-	cc.qpx = 1;
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
+	cc.send_ops = IM_SEND_OPS;
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
 	ASSERT_NE(NULL, self->cli.qpx);
 	alloc_wimm_bufs(_metadata, self, &self->cli, &self->srv, BATCH);
 	memset(w, 0, sizeof(w));
 	for (round = 0; round < 6; round++) {
-		int n = 1 + (round % 2 ? BATCH - 1 : (int)im_rand(&self->rng, BATCH));
+		int n = 1 + (round % 2 ? BATCH - 1 : (int)ru_rand(&self->rng, BATCH));
 
 		for (i = 0; i < n; i++) {
 			struct wimm *x = &w[i];
-			uint32_t r = im_rand(&self->rng, 4);
+			uint32_t r = ru_rand(&self->rng, 4);
 
-			x->len = r == 0 ? 0 : r == 1 ? 1 + im_rand(&self->rng, 64) :
-				 1 + im_rand(&self->rng, 65536);
-			x->nsge = x->len ? 1 + (int)im_rand(&self->rng, IM_MAX_SGE_IMM) : 1;
+			x->len = r == 0 ? 0 : r == 1 ? 1 + ru_rand(&self->rng, 64) :
+				 1 + ru_rand(&self->rng, 65536);
+			x->nsge = x->len ? 1 + (int)ru_rand(&self->rng, IM_MAX_SGE_IMM) : 1;
 			if ((uint32_t)x->nsge > x->len && x->len)
 				x->nsge = (int)x->len;
-			x->inl = x->len <= IM_MAX_INLINE_IMM && im_rand(&self->rng, 2);
+			x->inl = x->len <= IM_MAX_INLINE_IMM && ru_rand(&self->rng, 2);
 			x->flags = IBV_SEND_SIGNALED |
-				   (im_rand(&self->rng, 3) ? 0 : IBV_SEND_SOLICITED);
+				   (ru_rand(&self->rng, 3) ? 0 : IBV_SEND_SOLICITED);
 			x->recv_id = 100 * round + i;
 			x->send_id = 1000 + 100 * round + i;
 			wimm_bind(self, x, i);
 			wimm_prepare(&self->rng, x);
-			IM_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, x));
+			RU_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, x));
 		}
 		ibv_wr_start(self->cli.qpx);
 		for (i = 0; i < n; i++)
@@ -1065,9 +1049,9 @@ TEST_F_TIMEOUT(imm, qp_ex_write_imm, 180)
 			expect_send_ok(_metadata, &self->cli, w[i].send_id,
 				       IBV_WC_RDMA_WRITE);
 		for (i = 0; i < n; i++) {
-			ASSERT_EQ(1, im_poll_recv(&self->srv, &rw, WAIT_MS))
+			ASSERT_EQ(1, ru_poll_recv(&self->srv, &rw, WAIT_MS))
 				TH_LOG("%s: %s", wimm_str(&w[i], buf, sizeof(buf)),
-				       im_errmsg());
+				       ru_errmsg());
 			wimm_check(_metadata, &w[i], &rw);
 		}
 	}
@@ -1085,7 +1069,7 @@ TEST_F_TIMEOUT(imm, qp_ex_write_imm, 180)
 		memset(rs, 0x5a, 3 * RSLOT);
 		memset(t, 0x5a, 3 * TSLOT);
 		for (i = 0; i < 3; i++)
-			IM_ASSERT_OK(im_post_recv_sge(self->srv.e.qp, NULL,
+			RU_ASSERT_OK(ru_post_recv_mr(self->srv.qp, NULL,
 						      self->b[2].mr, rs + i * RSLOT,
 						      RPOST, 70 + i));
 		ibv_wr_start(qpx);
@@ -1108,12 +1092,12 @@ TEST_F_TIMEOUT(imm, qp_ex_write_imm, 180)
 		expect_send_ok(_metadata, &self->cli, 2, IBV_WC_RDMA_WRITE);
 		expect_send_ok(_metadata, &self->cli, 3, IBV_WC_RDMA_WRITE);
 		expect_send_ok(_metadata, &self->cli, 4, IBV_WC_RDMA_WRITE);
-		struct im_wc mw[3];
+		struct ru_wc mw[3];
 
 		for (i = 0; i < 3; i++) {
-			ASSERT_EQ(1, im_poll_recv(&self->srv, &mw[i], WAIT_MS))
-				TH_LOG("mixed batch: %s", im_errmsg());
-			im_wc_str(&mw[i], buf, sizeof(buf));
+			ASSERT_EQ(1, ru_poll_recv(&self->srv, &mw[i], WAIT_MS))
+				TH_LOG("mixed batch: %s", ru_errmsg());
+			ru_wc_str(&mw[i], buf, sizeof(buf));
 			printf("# mixed batch: %s\n", buf);
 			ASSERT_EQ(IBV_WC_SUCCESS, (int)mw[i].status) TH_LOG("%s", buf);
 			ASSERT_EQ((uint64_t)(70 + i), mw[i].wr_id) TH_LOG("%s", buf);
@@ -1140,9 +1124,9 @@ TEST_F_TIMEOUT(imm, qp_ex_write_imm, 180)
 
 TEST_F_TIMEOUT(imm, cq_ex_read_imm, 120)
 {
-	struct im_cfg cc, sc;
+	struct ru_caps cc, sc;
 	struct wimm w;
-	struct im_wc rw;
+	struct ru_wc rw;
 	char buf[200];
 	int i;
 
@@ -1150,7 +1134,7 @@ TEST_F_TIMEOUT(imm, cq_ex_read_imm, 120)
 	cfg_server(&sc);
 	sc.rcq_ex = 1;
 	/* EOPNOTSUPP here means the provider has no create_cq_ex: a failure */
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
 	ASSERT_NE(NULL, self->srv.rcqx);
 	alloc_wimm_bufs(_metadata, self, &self->cli, &self->srv, 1);
 	memset(&w, 0, sizeof(w));
@@ -1162,23 +1146,23 @@ TEST_F_TIMEOUT(imm, cq_ex_read_imm, 120)
 					      .lkey = self->b[0].mr->lkey };
 
 			ru_fill(self->b[0].addr, 77, self->seed + i);
-			IM_ASSERT_OK(im_post_recv_sge(self->srv.e.qp, NULL,
+			RU_ASSERT_OK(ru_post_recv_mr(self->srv.qp, NULL,
 						      self->b[2].mr, rs, RPOST, 900 + i));
-			IM_ASSERT_OK(im_post(self->cli.e.qp, IBV_WR_SEND, &sg, 1, 0, 0,
+			RU_ASSERT_OK(ru_post_sge(self->cli.qp, IBV_WR_SEND, &sg, 1, 0, 0,
 					     0, IBV_SEND_SIGNALED, 800 + i));
 			expect_send_ok(_metadata, &self->cli, 800 + i, IBV_WC_SEND);
-			ASSERT_EQ(1, im_poll_recv(&self->srv, &rw, WAIT_MS))
-				TH_LOG("%s", im_errmsg());
-			im_wc_str(&rw, buf, sizeof(buf));
+			ASSERT_EQ(1, ru_poll_recv(&self->srv, &rw, WAIT_MS))
+				TH_LOG("%s", ru_errmsg());
+			ru_wc_str(&rw, buf, sizeof(buf));
 			ASSERT_EQ(IBV_WC_SUCCESS, (int)rw.status) TH_LOG("%s", buf);
 			ASSERT_EQ(IBV_WC_RECV, (int)rw.opcode) TH_LOG("%s", buf);
 			ASSERT_FALSE(!!(rw.wc_flags & IBV_WC_WITH_IMM)) TH_LOG("%s", buf);
 			ASSERT_EQ(77u, rw.byte_len) TH_LOG("%s", buf);
-			ASSERT_EQ(self->srv.e.qp->qp_num, rw.qp_num) TH_LOG("%s", buf);
+			ASSERT_EQ(self->srv.qp->qp_num, rw.qp_num) TH_LOG("%s", buf);
 			RU_ASSERT_PATTERN(rs, 77, self->seed + i, "Send via cq_ex");
 			continue;
 		}
-		w.len = i % 2 ? 0 : 1 + im_rand(&self->rng, 20000);
+		w.len = i % 2 ? 0 : 1 + ru_rand(&self->rng, 20000);
 		w.nsge = 1;
 		w.flags = IBV_SEND_SIGNALED;
 		w.recv_id = 100 + i;
@@ -1186,12 +1170,12 @@ TEST_F_TIMEOUT(imm, cq_ex_read_imm, 120)
 		w.rlen = RPOST;
 		wimm_bind(self, &w, 0);
 		wimm_prepare(&self->rng, &w);
-		IM_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, &w));
-		IM_ASSERT_OK(wimm_post(&self->cli, &w));
+		RU_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, &w));
+		RU_ASSERT_OK(wimm_post(&self->cli, &w));
 		expect_send_ok(_metadata, &self->cli, w.send_id, IBV_WC_RDMA_WRITE);
-		ASSERT_EQ(1, im_poll_recv(&self->srv, &rw, WAIT_MS))
-			TH_LOG("%s", im_errmsg());
-		ASSERT_EQ(self->srv.e.qp->qp_num, rw.qp_num);
+		ASSERT_EQ(1, ru_poll_recv(&self->srv, &rw, WAIT_MS))
+			TH_LOG("%s", ru_errmsg());
+		ASSERT_EQ(self->srv.qp->qp_num, rw.qp_num);
 		wimm_check(_metadata, &w, &rw);
 	}
 	wimm_free(&w);
@@ -1201,7 +1185,7 @@ TEST_F_TIMEOUT(imm, cq_ex_read_imm, 120)
 
 #if HAVE_SIWDV
 /* one completion and its 64-bit immediate, by either siwdv path */
-static int poll_imm64(struct im_ep *m, struct im_wc *w, uint64_t *imm64,
+static int poll_imm64(struct ru_ep *m, struct ru_wc *w, uint64_t *imm64,
 		      int timeout_ms)
 {
 	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
@@ -1215,34 +1199,26 @@ static int poll_imm64(struct im_ep *m, struct im_wc *w, uint64_t *imm64,
 
 			rc = ibv_start_poll(cq, &pa);
 			if (rc == 0) {
-				memset(w, 0, sizeof(*w));
-				w->wr_id = cq->wr_id;
-				w->status = cq->status;
-				w->opcode = ibv_wc_read_opcode(cq);
-				w->wc_flags = ibv_wc_read_wc_flags(cq);
-				w->byte_len = ibv_wc_read_byte_len(cq);
-				w->qp_num = ibv_wc_read_qp_num(cq);
-				if (w->wc_flags & IBV_WC_WITH_IMM)
-					w->imm = ibv_wc_read_imm_data(cq);
+				ru_wc_from_ex(w, cq);
 				*imm64 = siwdv_wc_read_imm64(cq);
 				ibv_end_poll(cq);
 				return 1;
 			}
 			if (rc != ENOENT)
-				return im_fail(rc, "ibv_start_poll: %d", rc);
+				return ru_fail(rc, "ibv_start_poll: %d", rc);
 		} else {
 			struct ibv_wc wc;
 
-			rc = siwdv_poll_cq(m->e.rcq, 1, &wc, imm64);
+			rc = siwdv_poll_cq(m->rcq, 1, &wc, imm64);
 			if (rc < 0)
-				return im_fail(rc, "siwdv_poll_cq: %d", rc);
+				return ru_fail(rc, "siwdv_poll_cq: %d", rc);
 			if (rc == 1) {
-				im_from_wc(w, &wc);
+				ru_wc_from(w, &wc);
 				return 1;
 			}
 		}
 		if (ru_now_ms() >= deadline)
-			return im_fail(ETIMEDOUT, "no completion within %d ms",
+			return ru_fail(ETIMEDOUT, "no completion within %d ms",
 				       timeout_ms);
 		usleep(200);
 	}
@@ -1296,29 +1272,29 @@ TEST_F_TIMEOUT(imm, siwdv_imm64, 180)
 		0, ~0ull, 1ull << 63, 0x00000000ffffffffull,
 		0xffffffff00000000ull, 0x0123456789abcdefull, 1,
 	};
-	struct im_cfg cc, sc;
+	struct ru_caps cc, sc;
 	struct wimm w;
-	struct im_wc rw;
+	struct ru_wc rw;
 	char buf[200];
 	int pass, i, rc;
 
 	for (pass = 0; pass < 2; pass++) {	/* siwdv_poll_cq, then cq_ex */
 		cfg_client(&cc);
 		cfg_server(&sc);
-		cc.qpx = 1;
+		cc.send_ops = IM_SEND_OPS;
 		sc.rcq_ex = pass;
 		printf("# receiver reads the 64 bits with %s\n",
 		       pass ? "siwdv_wc_read_imm64()" : "siwdv_poll_cq()");
-		IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
+		RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
 		alloc_wimm_bufs(_metadata, self, &self->cli, &self->srv, 1);
 		memset(&w, 0, sizeof(w));
 		for (i = 0; i < 24; i++) {
 			uint64_t v = i < (int)(sizeof(edge) / sizeof(edge[0])) ?
-				     edge[i] : im_rng(&self->rng), got = 0;
+				     edge[i] : ru_rng(&self->rng), got = 0;
 			int verbs = i % 5 == 4;	/* a verbs 32-bit one */
 
-			w.len = i % 3 == 0 ? 0 : 1 + im_rand(&self->rng, 65536);
-			w.nsge = w.len ? 1 + (int)im_rand(&self->rng, IM_MAX_SGE_IMM) : 1;
+			w.len = i % 3 == 0 ? 0 : 1 + ru_rand(&self->rng, 65536);
+			w.nsge = w.len ? 1 + (int)ru_rand(&self->rng, IM_MAX_SGE_IMM) : 1;
 			if (w.len && (uint32_t)w.nsge > w.len)
 				w.nsge = (int)w.len;
 			w.inl = 0;
@@ -1332,7 +1308,7 @@ TEST_F_TIMEOUT(imm, siwdv_imm64, 180)
 				v = be32toh(w.imm);	/* the upper half is 0 */
 			else
 				w.imm = htobe32((uint32_t)v);	/* verbs sees the low half */
-			IM_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, &w));
+			RU_ASSERT_OK(wimm_post_recv_mr(&self->srv, self->b[2].mr, &w));
 			ibv_wr_start(self->cli.qpx);
 			self->cli.qpx->wr_id = w.send_id;
 			self->cli.qpx->wr_flags = w.flags;
@@ -1349,8 +1325,8 @@ TEST_F_TIMEOUT(imm, siwdv_imm64, 180)
 			expect_send_ok(_metadata, &self->cli, w.send_id,
 				       IBV_WC_RDMA_WRITE);
 			ASSERT_EQ(1, poll_imm64(&self->srv, &rw, &got, WAIT_MS))
-				TH_LOG("%s", im_errmsg());
-			im_wc_str(&rw, buf, sizeof(buf));
+				TH_LOG("%s", ru_errmsg());
+			ru_wc_str(&rw, buf, sizeof(buf));
 			printf("# %s 0x%016llx (%u bytes): got 0x%016llx, %s\n",
 			       verbs ? "verbs imm" : "imm64", (unsigned long long)v,
 			       w.len, (unsigned long long)got, buf);
@@ -1361,8 +1337,8 @@ TEST_F_TIMEOUT(imm, siwdv_imm64, 180)
 		ru_buf_free(&self->b[0]);
 		ru_buf_free(&self->b[1]);
 		ru_buf_free(&self->b[2]);
-		im_close(&self->cli);
-		im_close(&self->srv);
+		ru_ep_close(&self->cli);
+		ru_ep_close(&self->srv);
 	}
 #else
 	ASSERT_TRUE(HAVE_SIWDV)
@@ -1381,14 +1357,45 @@ static int post_list(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	return rc < 0 ? -rc : rc;
 }
 
-TEST_F_TIMEOUT(imm, post_errors, 120)
+/*
+ * The post-error tests' buffers: b[0] npage KiB of client source (the
+ * seed's pattern), b[1] npage pages of server target (0x5a), b[2] npage
+ * receive slots, nrecv of them posted (wr_id 50..); sg[0..5]: 10 bytes
+ * each, 100 bytes apart, of b[0].
+ */
+static void errors_setup(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(imm) *self, struct ibv_sge *sg, int npage,
+			 int nrecv)
 {
 	struct ru_buf *src = &self->b[0], *tgt = &self->b[1], *rb = &self->b[2];
+	size_t slen = (size_t)npage * 1024;
+	int i;
+
+	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.pd, slen, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.pd, (size_t)npage * 4096,
+				  IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(rb, self->srv.pd, (size_t)npage * RSLOT,
+				  IM_ACC));
+	ru_fill(src->addr, slen, self->seed);
+	memset(tgt->addr, 0x5a, (size_t)npage * 4096);
+	for (i = 0; i < 6; i++) {
+		sg[i].addr = (uintptr_t)src->addr + 100 * i;
+		sg[i].length = 10;
+		sg[i].lkey = src->mr->lkey;
+	}
+	for (i = 0; i < nrecv; i++)
+		RU_ASSERT_OK(ru_post_recv_mr(self->srv.qp, NULL, rb->mr,
+					     rb->addr + i * RSLOT, RPOST, 50 + i));
+}
+
+TEST_F_TIMEOUT(imm, post_errors, 120)
+{
+	struct ru_buf *src = &self->b[0], *tgt = &self->b[1];
 	struct ibv_sge sg[6];
 	struct ibv_send_wr wr[3], *bad;
-	struct im_cfg cc, sc;
+	struct ru_caps cc, sc;
 	uint8_t *t;
-	struct im_wc w;
+	struct ru_wc w;
 	char buf[200];
 	__be32 imm;
 	int i, rc;
@@ -1396,65 +1403,53 @@ TEST_F_TIMEOUT(imm, post_errors, 120)
 	cfg_client(&cc);
 	cfg_server(&sc);
 	/* the QP could take 6 SGEs and 80 inline bytes: only the opcode limits */
-	cc.caps.max_send_sge = 6;
-	cc.caps.max_inline = 80;
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
-	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.e.pd, 8192, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.e.pd, 8 * 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(rb, self->srv.e.pd, 8 * RSLOT, IM_ACC));
+	cc.max_send_sge = 6;
+	cc.max_inline = 80;
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
+	errors_setup(_metadata, self, sg, 8, 4);
 	t = tgt->addr;
-	ru_fill(src->addr, 8192, self->seed);
-	memset(t, 0x5a, 8 * 4096);
-	for (i = 0; i < 6; i++) {
-		sg[i].addr = (uintptr_t)src->addr + 100 * i;
-		sg[i].length = 10;
-		sg[i].lkey = src->mr->lkey;
-	}
-	for (i = 0; i < 4; i++)
-		IM_ASSERT_OK(im_post_recv_sge(self->srv.e.qp, NULL, rb->mr,
-					      rb->addr + i * RSLOT, RPOST, 50 + i));
 	imm = im_rand_imm(&self->rng);
 
 	/* Send with Immediate has no RFC 7306 encoding */
-	rc = im_post(self->cli.e.qp, IBV_WR_SEND_WITH_IMM, sg, 1, 0, 0, imm,
+	rc = ru_post_sge(self->cli.qp, IBV_WR_SEND_WITH_IMM, sg, 1, 0, 0, imm,
 		     IBV_SEND_SIGNALED, 1);
-	EXPECT_EQ(EOPNOTSUPP, rc) TH_LOG("SEND_WITH_IMM: %d (%s)", rc, strerror(rc));
-	rc = im_post(self->cli.e.qp, IBV_WR_SEND_WITH_IMM, sg, 0, 0, 0, imm,
+	EXPECT_EQ(-EOPNOTSUPP, rc) TH_LOG("SEND_WITH_IMM: %d (%s)", rc, strerror(-rc));
+	rc = ru_post_sge(self->cli.qp, IBV_WR_SEND_WITH_IMM, sg, 0, 0, 0, imm,
 		     IBV_SEND_SIGNALED, 2);
-	EXPECT_EQ(EOPNOTSUPP, rc) TH_LOG("SEND_WITH_IMM, no data: %d (%s)", rc,
-					 strerror(rc));
+	EXPECT_EQ(-EOPNOTSUPP, rc) TH_LOG("SEND_WITH_IMM, no data: %d (%s)", rc,
+					  strerror(-rc));
 
 	/* 6 SGEs: a plain Write may, a write with immediate may not */
-	rc = im_post(self->cli.e.qp, IBV_WR_RDMA_WRITE, sg, 6,
+	rc = ru_post_sge(self->cli.qp, IBV_WR_RDMA_WRITE, sg, 6,
 		     (uintptr_t)t, tgt->mr->rkey, 0, IBV_SEND_SIGNALED, 3);
-	ASSERT_EQ(0, rc) TH_LOG("control: RDMA_WRITE with 6 SGEs: %s", im_errmsg());
+	ASSERT_EQ(0, rc) TH_LOG("control: RDMA_WRITE with 6 SGEs: %s", ru_errmsg());
 	expect_send_ok(_metadata, &self->cli, 3, IBV_WC_RDMA_WRITE);
-	rc = im_post(self->cli.e.qp, IBV_WR_RDMA_WRITE_WITH_IMM, sg, 6,
+	rc = ru_post_sge(self->cli.qp, IBV_WR_RDMA_WRITE_WITH_IMM, sg, 6,
 		     (uintptr_t)t + 4096, tgt->mr->rkey, imm, IBV_SEND_SIGNALED, 4);
-	EXPECT_EQ(EINVAL, rc) TH_LOG("WRITE_WITH_IMM with 6 SGEs: %d (%s)", rc,
-				     strerror(rc));
+	EXPECT_EQ(-EINVAL, rc) TH_LOG("WRITE_WITH_IMM with 6 SGEs: %d (%s)", rc,
+				      strerror(-rc));
 
 	/* inline: 80 bytes for a Write, at most 64 with immediate */
 	sg[0].length = 80;
-	rc = im_post(self->cli.e.qp, IBV_WR_RDMA_WRITE, sg, 1,
+	rc = ru_post_sge(self->cli.qp, IBV_WR_RDMA_WRITE, sg, 1,
 		     (uintptr_t)t + 2 * 4096, tgt->mr->rkey, 0,
 		     IBV_SEND_SIGNALED | IBV_SEND_INLINE, 5);
 	ASSERT_EQ(0, rc) TH_LOG("control: 80-byte inline RDMA_WRITE: %s",
-				im_errmsg());
+				ru_errmsg());
 	expect_send_ok(_metadata, &self->cli, 5, IBV_WC_RDMA_WRITE);
 	sg[0].length = 65;
-	rc = im_post(self->cli.e.qp, IBV_WR_RDMA_WRITE_WITH_IMM, sg, 1,
+	rc = ru_post_sge(self->cli.qp, IBV_WR_RDMA_WRITE_WITH_IMM, sg, 1,
 		     (uintptr_t)t + 3 * 4096, tgt->mr->rkey, imm,
 		     IBV_SEND_SIGNALED | IBV_SEND_INLINE, 6);
-	EXPECT_EQ(EINVAL, rc) TH_LOG("65-byte inline WRITE_WITH_IMM: %d (%s)", rc,
-				     strerror(rc));
+	EXPECT_EQ(-EINVAL, rc) TH_LOG("65-byte inline WRITE_WITH_IMM: %d (%s)", rc,
+				      strerror(-rc));
 	sg[0].length = 40;
 	sg[1].length = 25;
-	rc = im_post(self->cli.e.qp, IBV_WR_RDMA_WRITE_WITH_IMM, sg, 2,
+	rc = ru_post_sge(self->cli.qp, IBV_WR_RDMA_WRITE_WITH_IMM, sg, 2,
 		     (uintptr_t)t + 3 * 4096, tgt->mr->rkey, imm,
 		     IBV_SEND_SIGNALED | IBV_SEND_INLINE, 7);
-	EXPECT_EQ(EINVAL, rc) TH_LOG("65 inline bytes in 2 SGEs with imm: %d (%s)",
-				     rc, strerror(rc));
+	EXPECT_EQ(-EINVAL, rc) TH_LOG("65 inline bytes in 2 SGEs with imm: %d (%s)",
+				      rc, strerror(-rc));
 
 	/* a list: [ok, 6 SGEs, ok]: the first is posted, bad_wr the second */
 	memset(wr, 0, sizeof(wr));
@@ -1472,23 +1467,23 @@ TEST_F_TIMEOUT(imm, post_errors, 120)
 		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
 	}
 	bad = NULL;
-	rc = post_list(self->cli.e.qp, wr, &bad);
+	rc = post_list(self->cli.qp, wr, &bad);
 	EXPECT_EQ(EINVAL, rc);
 	EXPECT_EQ(&wr[1], bad) TH_LOG("bad_wr is not the 6-SGE one (%p vs %p)",
 				      (void *)bad, (void *)&wr[1]);
 	expect_send_ok(_metadata, &self->cli, 10, IBV_WC_RDMA_WRITE);
 
 	/* the QP keeps working */
-	ASSERT_EQ(IBV_QPS_RTS, ru_qp_state(self->cli.e.qp));
+	ASSERT_EQ(IBV_QPS_RTS, ru_qp_state(self->cli.qp));
 	sg[0].length = 64;
-	rc = im_post(self->cli.e.qp, IBV_WR_RDMA_WRITE_WITH_IMM, sg, 1,
+	rc = ru_post_sge(self->cli.qp, IBV_WR_RDMA_WRITE_WITH_IMM, sg, 1,
 		     (uintptr_t)t + 7 * 4096, tgt->mr->rkey, htobe32(0x2000),
 		     IBV_SEND_SIGNALED | IBV_SEND_INLINE, 20);
-	ASSERT_EQ(0, rc) TH_LOG("64-byte inline write with imm: %s", im_errmsg());
+	ASSERT_EQ(0, rc) TH_LOG("64-byte inline write with imm: %s", ru_errmsg());
 	expect_send_ok(_metadata, &self->cli, 20, IBV_WC_RDMA_WRITE);
-	rc = im_post(self->cli.e.qp, IBV_WR_SEND, sg, 1, 0, 0, 0,
+	rc = ru_post_sge(self->cli.qp, IBV_WR_SEND, sg, 1, 0, 0, 0,
 		     IBV_SEND_SIGNALED, 21);
-	ASSERT_EQ(0, rc) TH_LOG("Send: %s", im_errmsg());
+	ASSERT_EQ(0, rc) TH_LOG("Send: %s", ru_errmsg());
 	expect_send_ok(_metadata, &self->cli, 21, IBV_WC_SEND);
 
 	/* receiver: wr 10's immediate, the inline one, the Send; nothing else */
@@ -1503,9 +1498,9 @@ TEST_F_TIMEOUT(imm, post_errors, 120)
 		};
 
 		for (i = 0; i < 3; i++) {
-			ASSERT_EQ(1, im_poll_recv(&self->srv, &w, WAIT_MS))
-				TH_LOG("receive %d: %s", i, im_errmsg());
-			im_wc_str(&w, buf, sizeof(buf));
+			ASSERT_EQ(1, ru_poll_recv(&self->srv, &w, WAIT_MS))
+				TH_LOG("receive %d: %s", i, ru_errmsg());
+			ru_wc_str(&w, buf, sizeof(buf));
 			ASSERT_EQ(IBV_WC_SUCCESS, (int)w.status) TH_LOG("%s", buf);
 			ASSERT_EQ((uint64_t)(50 + i), w.wr_id) TH_LOG("%s", buf);
 			ASSERT_EQ(want[i].op, (int)w.opcode) TH_LOG("%s", buf);
@@ -1531,11 +1526,11 @@ TEST_F_TIMEOUT(imm, post_errors, 120)
 
 TEST_F_TIMEOUT(imm, qp_ex_post_errors, 120)
 {
-	struct ru_buf *src = &self->b[0], *tgt = &self->b[1], *rb = &self->b[2];
+	struct ru_buf *src = &self->b[0], *tgt = &self->b[1];
 	struct ibv_sge sg[6];
 	struct ibv_qp_ex *qpx;
-	struct im_cfg cc, sc;
-	struct im_wc w;
+	struct ru_caps cc, sc;
+	struct ru_wc w;
 	char buf[200];
 	uint8_t *t;
 	int i, rc;
@@ -1543,29 +1538,29 @@ TEST_F_TIMEOUT(imm, qp_ex_post_errors, 120)
 	cfg_client(&cc);
 	cfg_server(&sc);
 	/* the most a QP that may write with immediate can have */
-	cc.caps.max_send_sge = 5;
-	cc.caps.max_inline = 64;
-	cc.qpx = 1;
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
+	cc.max_send_sge = 5;
+	cc.max_inline = 64;
+	cc.send_ops = IM_SEND_OPS;
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
 	qpx = self->cli.qpx;
 
 	/* more than that cannot be promised: the QP is refused (EINVAL) */
 	{
 		struct ibv_qp_init_attr_ex qa = {
-			.send_cq = self->cli.e.scq, .recv_cq = self->cli.e.scq,
+			.send_cq = self->cli.scq, .recv_cq = self->cli.scq,
 			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
 				 .max_send_sge = 6, .max_recv_sge = 1 },
 			.qp_type = IBV_QPT_RC,
 			.comp_mask = IBV_QP_INIT_ATTR_PD |
 				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-			.pd = self->cli.e.pd,
+			.pd = self->cli.pd,
 			.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE |
 					  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
 		};
 		struct ibv_qp *bad;
 
 		errno = 0;
-		bad = ibv_create_qp_ex(self->cli.e.pd->context, &qa);
+		bad = ibv_create_qp_ex(self->cli.pd->context, &qa);
 		EXPECT_EQ(NULL, bad) TH_LOG("6 SGEs with write_imm accepted");
 		EXPECT_EQ(EINVAL, errno);
 		if (bad)
@@ -1573,26 +1568,14 @@ TEST_F_TIMEOUT(imm, qp_ex_post_errors, 120)
 		qa.cap.max_send_sge = 1;
 		qa.cap.max_inline_data = 80;
 		errno = 0;
-		bad = ibv_create_qp_ex(self->cli.e.pd->context, &qa);
+		bad = ibv_create_qp_ex(self->cli.pd->context, &qa);
 		EXPECT_EQ(NULL, bad) TH_LOG("80 inline with write_imm accepted");
 		EXPECT_EQ(EINVAL, errno);
 		if (bad)
 			ibv_destroy_qp(bad);
 	}
-	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.e.pd, 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.e.pd, 4 * 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(rb, self->srv.e.pd, 4 * RSLOT, IM_ACC));
+	errors_setup(_metadata, self, sg, 4, 2);
 	t = tgt->addr;
-	ru_fill(src->addr, 4096, self->seed);
-	memset(t, 0x5a, 4 * 4096);
-	for (i = 0; i < 6; i++) {
-		sg[i].addr = (uintptr_t)src->addr + 100 * i;
-		sg[i].length = 10;
-		sg[i].lkey = src->mr->lkey;
-	}
-	for (i = 0; i < 2; i++)
-		IM_ASSERT_OK(im_post_recv_sge(self->srv.e.qp, NULL, rb->mr,
-					      rb->addr + i * RSLOT, RPOST, 50 + i));
 
 	/* 6 SGEs, in a batch with a good one: the whole batch is refused */
 	ibv_wr_start(qpx);
@@ -1637,9 +1620,9 @@ TEST_F_TIMEOUT(imm, qp_ex_post_errors, 120)
 	expect_send_ok(_metadata, &self->cli, 4, IBV_WC_RDMA_WRITE);
 	expect_send_ok(_metadata, &self->cli, 5, IBV_WC_RDMA_WRITE);
 	for (i = 0; i < 2; i++) {
-		ASSERT_EQ(1, im_poll_recv(&self->srv, &w, WAIT_MS))
-			TH_LOG("%s", im_errmsg());
-		im_wc_str(&w, buf, sizeof(buf));
+		ASSERT_EQ(1, ru_poll_recv(&self->srv, &w, WAIT_MS))
+			TH_LOG("%s", ru_errmsg());
+		ru_wc_str(&w, buf, sizeof(buf));
 		ASSERT_EQ(IBV_WC_SUCCESS, (int)w.status) TH_LOG("%s", buf);
 		ASSERT_EQ((uint32_t)(4 + i), be32toh(w.imm)) TH_LOG("%s", buf);
 		ASSERT_EQ(i ? 50u : 64u, w.byte_len) TH_LOG("%s", buf);
@@ -1681,17 +1664,17 @@ TEST_F_TIMEOUT(imm, flush_exactly_once, 300)
 
 	for (round = 0; round < rounds; round++) {
 		struct ru_buf *src = &self->b[0], *tgt = &self->b[1];
-		struct im_cfg cc, sc;
+		struct ru_caps cc, sc;
 		int seen[FL_WRS + 1] = { 0 }, refused[FL_WRS + 1] = { 0 };
 		int n = 0, first_err = 0, nr = 0;
-		struct im_wc w;
+		struct ru_wc w;
 		uint64_t t0;
 
 		cfg_client(&cc);
 		cfg_server(&sc);
-		IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
-		RU_ASSERT_OK(ru_buf_alloc(src, self->cli.e.pd, 65536, IM_ACC));
-		RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.e.pd, 65536, IM_ACC));
+		RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
+		RU_ASSERT_OK(ru_buf_alloc(src, self->cli.pd, 65536, IM_ACC));
+		RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.pd, 65536, IM_ACC));
 		for (i = 1; i <= FL_WRS; i++) {
 			/* 1: the refused immediate; then Write, Read, Write, ... */
 			enum ibv_wr_opcode op = i == 1 ? IBV_WR_RDMA_WRITE_WITH_IMM :
@@ -1703,15 +1686,15 @@ TEST_F_TIMEOUT(imm, flush_exactly_once, 300)
 			};
 
 			/* the QP may be in error already: refusing is fine */
-			refused[i] = im_post(self->cli.e.qp, op, &sg, 1,
+			refused[i] = ru_post_sge(self->cli.qp, op, &sg, 1,
 					     (uintptr_t)tgt->addr, tgt->mr->rkey,
 					     htobe32(i), IBV_SEND_SIGNALED, i);
-			ASSERT_TRUE(i > 1 || !refused[i]) TH_LOG("%s", im_errmsg());
+			ASSERT_TRUE(i > 1 || !refused[i]) TH_LOG("%s", ru_errmsg());
 			nr += !!refused[i];
 		}
 		nref += nr;
 		t0 = ru_now_ms();
-		while (im_poll_send(&self->cli, &w, n >= FL_WRS - nr ? 1000 : 20000) == 1) {
+		while (ru_poll_send(&self->cli, &w, n >= FL_WRS - nr ? 1000 : 20000) == 1) {
 			int k = w.wr_id >= 1 && w.wr_id <= FL_WRS ? (int)w.wr_id : 0;
 
 			n++;
@@ -1719,11 +1702,11 @@ TEST_F_TIMEOUT(imm, flush_exactly_once, 300)
 				dups++;
 				printf("# round %d: wr %d was refused at post time, "
 				       "yet completed: %s\n", round, k,
-				       im_wc_str(&w, buf, sizeof(buf)));
+				       ru_wc_str(&w, buf, sizeof(buf)));
 			} else if (seen[k]++) {
 				dups++;
 				printf("# round %d: wr %d completed again: %s\n", round,
-				       k, im_wc_str(&w, buf, sizeof(buf)));
+				       k, ru_wc_str(&w, buf, sizeof(buf)));
 			}
 			if (w.status != IBV_WC_SUCCESS && !first_err)
 				first_err = k;
@@ -1741,8 +1724,8 @@ TEST_F_TIMEOUT(imm, flush_exactly_once, 300)
 			}
 		ru_buf_free(src);
 		ru_buf_free(tgt);
-		im_close(&self->cli);
-		im_close(&self->srv);
+		ru_ep_close(&self->cli);
+		ru_ep_close(&self->srv);
 	}
 	printf("# %d rounds: %d duplicate, %d missing completions, %d successes "
 	       "after an error; %d posts refused (QP already in error)\n",
@@ -1756,7 +1739,7 @@ TEST_F_TIMEOUT(imm, flush_exactly_once, 300)
 
 FIXTURE(norecv) {
 	struct ru_listener l;
-	struct im_ep cli, srv;
+	struct ru_ep cli, srv;
 	struct ru_buf b[6];
 	uint64_t seed, rng;
 };
@@ -1783,8 +1766,8 @@ FIXTURE_TEARDOWN(norecv)
 
 	for (i = 0; i < 6; i++)
 		ru_buf_free(&self->b[i]);
-	im_close(&self->cli);
-	im_close(&self->srv);
+	ru_ep_close(&self->cli);
+	ru_ep_close(&self->srv);
 	ru_listener_close(&self->l);
 }
 
@@ -1806,10 +1789,10 @@ TEST_F_TIMEOUT(norecv, terminate, 120)
 	struct ru_buf *sink = &self->b[3];
 	struct ibv_context *ctx;
 	struct ibv_async_event ev;
-	struct im_cfg cc, sc;
-	struct im_wc w[6];
-	uint64_t s_src = im_rng(&self->rng), s_old = im_rng(&self->rng);
-	uint64_t s_r = im_rng(&self->rng), t0;
+	struct ru_caps cc, sc;
+	struct ru_wc w[6];
+	uint64_t s_src = ru_rng(&self->rng), s_old = ru_rng(&self->rng);
+	uint64_t s_r = ru_rng(&self->rng), t0;
 	uint8_t *t;
 	char buf[200];
 	int i, rc, nev = 0, first_err = -1;
@@ -1817,16 +1800,16 @@ TEST_F_TIMEOUT(norecv, terminate, 120)
 	cfg_client(&cc);
 	cfg_server(&sc);
 	sc.srq = variant->srq;
-	sc.caps.max_recv_wr = 16;
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
-	ctx = self->srv.e.id->verbs;
-	IM_ASSERT_OK(im_async_nonblock(ctx));
-	while (im_get_async(ctx, &ev, 0) == 1)
+	sc.max_recv_wr = 16;
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
+	ctx = self->srv.id->verbs;
+	RU_ASSERT_OK(ru_async_nonblock(ctx));
+	while (ru_get_async(ctx, &ev, 0) == 1)
 		;
-	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.e.pd, 3 * 8192, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(sink, self->cli.e.pd, 4096, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.e.pd, 4 * 8192, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(rsrc, self->srv.e.pd, 4096, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.pd, 3 * 8192, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(sink, self->cli.pd, 4096, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.pd, 4 * 8192, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(rsrc, self->srv.pd, 4096, IM_ACC));
 	t = tgt->addr;
 	ru_fill(src->addr, 3 * 8192, s_src);
 	ru_fill(t, 4 * 8192 + RU_GUARD, s_old);
@@ -1876,7 +1859,7 @@ TEST_F_TIMEOUT(norecv, terminate, 120)
 			wr[i].wr.rdma.rkey = i == 2 ? rsrc->mr->rkey : tgt->mr->rkey;
 			wr[i].next = i < 5 ? &wr[i + 1] : NULL;
 		}
-		rc = ibv_post_send(self->cli.e.qp, wr, &bad);
+		rc = ibv_post_send(self->cli.qp, wr, &bad);
 		ASSERT_EQ(0, rc) TH_LOG("ibv_post_send of the list: %d, bad wr %llu",
 					rc, bad ? (unsigned long long)bad->wr_id : 0ull);
 	}
@@ -1888,7 +1871,7 @@ TEST_F_TIMEOUT(norecv, terminate, 120)
 	 * duplicate), so that the log shows the whole picture.
 	 */
 	{
-		struct im_wc all[12];
+		struct ru_wc all[12];
 		int n = 0, seen[7] = { 0 }, dup = -1, order_bad = -1;
 
 		while (n < 12) {
@@ -1896,13 +1879,13 @@ TEST_F_TIMEOUT(norecv, terminate, 120)
 
 			for (k = 1; k <= 6; k++)
 				distinct += seen[k] > 0;
-			rc = im_poll_send(&self->cli, &all[n],
+			rc = ru_poll_send(&self->cli, &all[n],
 					  distinct == 6 ? 500 : 30000);
 			if (rc != 1)
 				break;
 			printf("# sender after %llu ms: %s\n",
 			       (unsigned long long)(ru_now_ms() - t0),
-			       im_wc_str(&all[n], buf, sizeof(buf)));
+			       ru_wc_str(&all[n], buf, sizeof(buf)));
 			k = all[n].wr_id >= 1 && all[n].wr_id <= 6 ?
 			    (int)all[n].wr_id : 0;
 			if (k && seen[k]++ && dup < 0)
@@ -1952,28 +1935,28 @@ TEST_F_TIMEOUT(norecv, terminate, 120)
 	}
 
 	/* both QPs in error, both connections closed */
-	RU_ASSERT_OK(ru_wait_qp_state(self->srv.e.qp, IBV_QPS_ERR, WAIT_MS));
-	RU_ASSERT_OK(ru_wait_qp_state(self->cli.e.qp, IBV_QPS_ERR, WAIT_MS));
-	IM_ASSERT_OK(im_wait_disconnected(&self->srv, WAIT_MS));
-	IM_ASSERT_OK(im_wait_disconnected(&self->cli, WAIT_MS));
-	while (im_get_async(ctx, &ev, nev ? 0 : 1000) == 1) {
+	RU_ASSERT_OK(ru_wait_qp_state(self->srv.qp, IBV_QPS_ERR, WAIT_MS));
+	RU_ASSERT_OK(ru_wait_qp_state(self->cli.qp, IBV_QPS_ERR, WAIT_MS));
+	RU_ASSERT_OK(ru_ep_wait_disconnected(&self->srv, WAIT_MS));
+	RU_ASSERT_OK(ru_ep_wait_disconnected(&self->cli, WAIT_MS));
+	while (ru_get_async(ctx, &ev, nev ? 0 : 1000) == 1) {
 		nev++;
 		printf("# async event %s (%s)\n", ibv_event_type_str(ev.event_type),
-		       ev.element.qp == self->srv.e.qp ? "receiver QP" :
-		       ev.element.qp == self->cli.e.qp ? "sender QP" : "other");
+		       ev.element.qp == self->srv.qp ? "receiver QP" :
+		       ev.element.qp == self->cli.qp ? "sender QP" : "other");
 	}
 	if (!nev)
 		printf("# no async event (the QPs report ERR, rdma_cm DISCONNECTED)\n");
 
 	/* the receiver: no successful completion, memory as the rules say */
-	if (self->srv.e.rcq) {
-		struct im_wc rw;
+	if (self->srv.rcq) {
+		struct ru_wc rw;
 
-		rc = im_poll_recv(&self->srv, &rw, 500);
+		rc = ru_poll_recv(&self->srv, &rw, 500);
 		if (rc == 1)
 			ASSERT_NE(IBV_WC_SUCCESS, (int)rw.status)
 				TH_LOG("receiver completed %s",
-				       im_wc_str(&rw, buf, sizeof(buf)));
+				       ru_wc_str(&rw, buf, sizeof(buf)));
 	}
 	if (variant->len)	/* the write itself is placed before the immediate */
 		RU_ASSERT_PATTERN(t, variant->len, s_src, "data of the write");
@@ -1983,7 +1966,7 @@ TEST_F_TIMEOUT(norecv, terminate, 120)
 
 		ASSERT_NE(NULL, ref);
 		ru_fill(ref, 4 * 8192 + RU_GUARD, s_old);
-		at = first_diff(t + variant->len, ref + variant->len,
+		at = ru_first_diff(t + variant->len, ref + variant->len,
 				4 * 8192 + RU_GUARD - variant->len);
 		free(ref);
 		ASSERT_EQ(-1, at) TH_LOG("receiver memory changed at byte %ld, "
@@ -2006,59 +1989,59 @@ TEST_F_TIMEOUT(norecv, terminate, 120)
 TEST_F_TIMEOUT(norecv, posts_after_error, 120)
 {
 	struct ru_buf *src = &self->b[0], *tgt = &self->b[1];
-	struct im_cfg cc, sc;
-	struct im_wc w;
+	struct ru_caps cc, sc;
+	struct ru_wc w;
 	struct ibv_sge sg;
-	uint64_t s_old = im_rng(&self->rng);
+	uint64_t s_old = ru_rng(&self->rng);
 	char buf[200];
 	int i, rc;
 
 	cfg_client(&cc);
 	cfg_server(&sc);
 	sc.srq = variant->srq;
-	sc.caps.max_recv_wr = 16;
-	IM_ASSERT_OK(im_pair_open(&self->l, &self->cli, &self->srv, &cc, &sc));
-	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.e.pd, 8192, IM_ACC));
-	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.e.pd, 8192, IM_ACC));
+	sc.max_recv_wr = 16;
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &self->cli, &self->srv, &cc, &sc));
+	RU_ASSERT_OK(ru_buf_alloc(src, self->cli.pd, 8192, IM_ACC));
+	RU_ASSERT_OK(ru_buf_alloc(tgt, self->srv.pd, 8192, IM_ACC));
 	ru_fill(src->addr, 8192, self->seed);
 	ru_fill(tgt->addr, 8192 + RU_GUARD, s_old);
 	sg.addr = (uintptr_t)src->addr + 4096;
 	sg.length = variant->len;
 	sg.lkey = src->mr->lkey;
-	IM_ASSERT_OK(im_post(self->cli.e.qp, IBV_WR_RDMA_WRITE_WITH_IMM, &sg, 1,
+	RU_ASSERT_OK(ru_post_sge(self->cli.qp, IBV_WR_RDMA_WRITE_WITH_IMM, &sg, 1,
 			     (uintptr_t)tgt->addr + 4096, tgt->mr->rkey,
 			     htobe32(0xfeed0001), IBV_SEND_SIGNALED, 1));
-	ASSERT_EQ(1, im_poll_send(&self->cli, &w, WAIT_MS)) TH_LOG("%s", im_errmsg());
-	printf("# the write with immediate: %s\n", im_wc_str(&w, buf, sizeof(buf)));
-	RU_ASSERT_OK(ru_wait_qp_state(self->cli.e.qp, IBV_QPS_ERR, WAIT_MS));
-	RU_ASSERT_OK(ru_wait_qp_state(self->srv.e.qp, IBV_QPS_ERR, WAIT_MS));
-	IM_ASSERT_OK(im_wait_disconnected(&self->cli, WAIT_MS));
-	while (im_poll_send(&self->cli, &w, 300) == 1)
-		printf("# before the late posts: %s\n", im_wc_str(&w, buf, sizeof(buf)));
+	ASSERT_EQ(1, ru_poll_send(&self->cli, &w, WAIT_MS)) TH_LOG("%s", ru_errmsg());
+	printf("# the write with immediate: %s\n", ru_wc_str(&w, buf, sizeof(buf)));
+	RU_ASSERT_OK(ru_wait_qp_state(self->cli.qp, IBV_QPS_ERR, WAIT_MS));
+	RU_ASSERT_OK(ru_wait_qp_state(self->srv.qp, IBV_QPS_ERR, WAIT_MS));
+	RU_ASSERT_OK(ru_ep_wait_disconnected(&self->cli, WAIT_MS));
+	while (ru_poll_send(&self->cli, &w, 300) == 1)
+		printf("# before the late posts: %s\n", ru_wc_str(&w, buf, sizeof(buf)));
 
 	for (i = 0; i < 3; i++) {
 		static const enum ibv_wr_opcode lop[3] = {
 			IBV_WR_SEND, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM };
 		static const char *const lname[3] = {
 			"Send", "RDMA Write", "write with imm" };
-		struct im_wc lw;
+		struct ru_wc lw;
 
 		sg.addr = (uintptr_t)src->addr + 100;	/* other bytes */
 		sg.length = 32;
 		sg.lkey = src->mr->lkey;
-		rc = im_post(self->cli.e.qp, lop[i], &sg, 1,
+		rc = ru_post_sge(self->cli.qp, lop[i], &sg, 1,
 			     (uintptr_t)tgt->addr, tgt->mr->rkey,
 			     htobe32(0xfeed0010 + i), IBV_SEND_SIGNALED, 10 + i);
 		if (rc) {
 			printf("# late %s: refused at post time: %s\n", lname[i],
-			       strerror(rc));
+			       strerror(-rc));
 			continue;
 		}
-		rc = im_poll_send(&self->cli, &lw, 10000);
+		rc = ru_poll_send(&self->cli, &lw, 10000);
 		ASSERT_EQ(1, rc) TH_LOG("%s posted to the sender's QP in error "
 					"(post returned 0): no completion within "
 					"10 s", lname[i]);
-		printf("# late %s: %s\n", lname[i], im_wc_str(&lw, buf, sizeof(buf)));
+		printf("# late %s: %s\n", lname[i], ru_wc_str(&lw, buf, sizeof(buf)));
 		ASSERT_EQ((uint64_t)(10 + i), lw.wr_id);
 		ASSERT_NE(IBV_WC_SUCCESS, (int)lw.status)
 			TH_LOG("late %s succeeded on a QP in error", lname[i]);

@@ -80,15 +80,15 @@ static int reg(struct ibv_pd *pd, size_t len, uint8_t **p, struct ibv_mr **mr)
 {
 	*p = aligned_alloc(4096, len);
 	if (!*p)
-		return im_fail(ENOMEM, "aligned_alloc");
+		return ru_fail(ENOMEM, "aligned_alloc");
 	memset(*p, 0, len);
 	*mr = ibv_reg_mr(pd, *p, len, IM_ACC);
 	if (!*mr)
-		return im_fail(errno, "ibv_reg_mr: %s", strerror(errno));
+		return ru_fail(errno, "ibv_reg_mr: %s", strerror(errno));
 	return 0;
 }
 
-static void print_wc(const char *tag, const struct im_wc *w)
+static void print_wc(const char *tag, const struct ru_wc *w)
 {
 	char st[64];
 	size_t i;
@@ -100,17 +100,17 @@ static void print_wc(const char *tag, const struct im_wc *w)
 			st[i] = '_';
 	printf("%s wr=%llu status=%s opcode=%s len=%u flags=0x%x imm=%08x\n",
 	       tag, (unsigned long long)w->wr_id, st,
-	       im_wc_opcode_str(w->opcode), w->byte_len, w->wc_flags,
+	       ru_wc_opcode_str(w->opcode), w->byte_len, w->wc_flags,
 	       be32toh(w->imm));
 }
 
-static int run_ops(struct im_ep *cli, struct im_ep *srv, struct bufs *b)
+static int run_ops(struct ru_ep *cli, struct ru_ep *srv, struct bufs *b)
 {
-	struct im_wc w;
+	struct ru_wc w;
 	int i, rc, fails = 0, slot;
 
 	for (i = 0; i < NOPS; i++) {
-		rc = im_post_recv_sge(srv->e.qp, NULL, b->rcv, b->r + i * RSZ,
+		rc = ru_post_recv_mr(srv->qp, NULL, b->rcv, b->r + i * RSZ,
 				      RSZ, 100 + i);
 		if (rc)
 			return rc;
@@ -133,16 +133,16 @@ static int run_ops(struct im_ep *cli, struct im_ep *srv, struct bufs *b)
 		printf("OP n=%d kind=%s len=%u se=%d inline=%d imm=%08x rkey=%08x "
 		       "raddr=%016llx\n", n, o->kind, o->len, o->se, o->inl, o->imm,
 		       b->tgt->rkey, (unsigned long long)(uintptr_t)t);
-		rc = im_post(cli->e.qp, op, &sg, 1, (uintptr_t)t, b->tgt->rkey,
+		rc = ru_post_sge(cli->qp, op, &sg, 1, (uintptr_t)t, b->tgt->rkey,
 			     htobe32(o->imm), fl, n);
 		if (rc) {
-			printf("ERROR op %d: %s\n", n, im_errmsg());
+			printf("ERROR op %d: %s\n", n, ru_errmsg());
 			return rc;
 		}
 	}
 	for (i = 0; i < NOPS; i++) {
-		if (im_poll_send(cli, &w, 30000) != 1) {
-			printf("ERROR sender: %s\n", im_errmsg());
+		if (ru_poll_send(cli, &w, 30000) != 1) {
+			printf("ERROR sender: %s\n", ru_errmsg());
 			fails++;
 			break;
 		}
@@ -152,8 +152,8 @@ static int run_ops(struct im_ep *cli, struct im_ep *srv, struct bufs *b)
 	for (i = 0; i < NOPS; i++) {
 		if (!strcmp(ops[i].kind, "write"))
 			continue;
-		if (im_poll_recv(srv, &w, 30000) != 1) {
-			printf("ERROR receiver: %s\n", im_errmsg());
+		if (ru_poll_recv(srv, &w, 30000) != 1) {
+			printf("ERROR receiver: %s\n", ru_errmsg());
 			fails++;
 			break;
 		}
@@ -182,58 +182,58 @@ static int run_ops(struct im_ep *cli, struct im_ep *srv, struct bufs *b)
 	return fails ? -EIO : 0;
 }
 
-static int run_norecv(struct im_ep *cli, struct im_ep *srv, struct bufs *b)
+static int run_norecv(struct ru_ep *cli, struct ru_ep *srv, struct bufs *b)
 {
 	struct ibv_sge sg = { .addr = (uintptr_t)b->s, .length = 0,
 			      .lkey = b->src->lkey };
-	struct im_wc w;
+	struct ru_wc w;
 	int i, rc;
 
 	printf("OP n=1 kind=wimm len=0 se=0 inline=0 imm=%08x rkey=%08x "
 	       "raddr=%016llx\n", 0xfeedf00du, b->tgt->rkey,
 	       (unsigned long long)(uintptr_t)b->t);
-	rc = im_post(cli->e.qp, IBV_WR_RDMA_WRITE_WITH_IMM, &sg, 1,
+	rc = ru_post_sge(cli->qp, IBV_WR_RDMA_WRITE_WITH_IMM, &sg, 1,
 		     (uintptr_t)b->t, b->tgt->rkey, htobe32(0xfeedf00d),
 		     IBV_SEND_SIGNALED, 1);
 	if (rc) {
-		printf("ERROR post: %s\n", im_errmsg());
+		printf("ERROR post: %s\n", ru_errmsg());
 		return rc;
 	}
 	sg.length = 64;
 	printf("OP n=2 kind=read len=64 se=0 inline=0 imm=00000000 rkey=%08x "
 	       "raddr=%016llx\n", b->tgt->rkey,
 	       (unsigned long long)(uintptr_t)b->t + 4096);
-	rc = im_post(cli->e.qp, IBV_WR_RDMA_READ, &sg, 1,
+	rc = ru_post_sge(cli->qp, IBV_WR_RDMA_READ, &sg, 1,
 		     (uintptr_t)b->t + 4096, b->tgt->rkey, 0, IBV_SEND_SIGNALED, 2);
 	if (rc) {
-		printf("ERROR post: %s\n", im_errmsg());
+		printf("ERROR post: %s\n", ru_errmsg());
 		return rc;
 	}
 	for (i = 0; i < 2; i++) {
-		if (im_poll_send(cli, &w, 10000) != 1) {
-			printf("ERROR sender: %s\n", im_errmsg());
+		if (ru_poll_send(cli, &w, 10000) != 1) {
+			printf("ERROR sender: %s\n", ru_errmsg());
 			break;
 		}
 		print_wc("SCQ", &w);
 	}
-	ru_wait_qp_state(cli->e.qp, IBV_QPS_ERR, 10000);
-	ru_wait_qp_state(srv->e.qp, IBV_QPS_ERR, 10000);
+	ru_wait_qp_state(cli->qp, IBV_QPS_ERR, 10000);
+	ru_wait_qp_state(srv->qp, IBV_QPS_ERR, 10000);
 	printf("QP client=%s server=%s\n",
-	       ru_qp_state_str(ru_qp_state(cli->e.qp)),
-	       ru_qp_state_str(ru_qp_state(srv->e.qp)));
-	if (im_poll_recv(srv, &w, 500) == 1)
+	       ru_qp_state_str(ru_qp_state(cli->qp)),
+	       ru_qp_state_str(ru_qp_state(srv->qp)));
+	if (ru_poll_recv(srv, &w, 500) == 1)
 		print_wc("RECV", &w);
 	/* let the Terminate and the TCP close reach the wire */
-	im_wait_disconnected(cli, 5000);
-	im_wait_disconnected(srv, 5000);
+	ru_ep_wait_disconnected(cli, 5000);
+	ru_ep_wait_disconnected(srv, 5000);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct ru_listener l;
-	struct im_ep cli, srv;
-	struct im_cfg cc, sc;
+	struct ru_ep cli, srv;
+	struct ru_caps cc, sc;
 	struct bufs b;
 	int rc, port;
 
@@ -244,33 +244,33 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	port = atoi(argv[2]);
 	memset(&b, 0, sizeof(b));
-	im_cfg_default(&cc);
-	im_cfg_default(&sc);
-	cc.caps.max_inline = IM_MAX_INLINE_IMM;
-	sc.caps.max_recv_wr = 32;
+	ru_caps_default(&cc);
+	ru_caps_default(&sc);
+	cc.max_inline = IM_MAX_INLINE_IMM;
+	sc.max_recv_wr = 32;
 	if (ru_listen(&l, ru_addr0(), (uint16_t)port, 4)) {
 		printf("ERROR listen: %s\n", ru_errmsg());
 		return 1;
 	}
-	rc = im_pair_open(&l, &cli, &srv, &cc, &sc);
+	rc = ru_pair_open_on(&l, &cli, &srv, &cc, &sc);
 	if (!rc)
-		rc = reg(cli.e.pd, (size_t)NOPS * OPSZ, &b.s, &b.src);
+		rc = reg(cli.pd, (size_t)NOPS * OPSZ, &b.s, &b.src);
 	if (!rc)
-		rc = reg(srv.e.pd, (size_t)NOPS * OPSZ, &b.t, &b.tgt);
+		rc = reg(srv.pd, (size_t)NOPS * OPSZ, &b.t, &b.tgt);
 	if (!rc)
-		rc = reg(srv.e.pd, (size_t)NOPS * RSZ, &b.r, &b.rcv);
+		rc = reg(srv.pd, (size_t)NOPS * RSZ, &b.r, &b.rcv);
 	if (rc) {
-		printf("ERROR set-up: %s\n", im_errmsg());
+		printf("ERROR set-up: %s\n", ru_errmsg());
 		return 1;
 	}
 	printf("CONN case=%s port=%d client_qp=%u server_qp=%u\n", argv[1], port,
-	       cli.e.qp->qp_num, srv.e.qp->qp_num);
+	       cli.qp->qp_num, srv.qp->qp_num);
 	if (!strcmp(argv[1], "ops")) {
 		rc = run_ops(&cli, &srv, &b);
 		/* an orderly close after the last completion */
-		ru_ep_disconnect(&cli.e);
-		im_wait_disconnected(&cli, 5000);
-		im_wait_disconnected(&srv, 5000);
+		ru_ep_disconnect(&cli);
+		ru_ep_wait_disconnected(&cli, 5000);
+		ru_ep_wait_disconnected(&srv, 5000);
 	} else {
 		rc = run_norecv(&cli, &srv, &b);
 	}
@@ -278,8 +278,8 @@ int main(int argc, char **argv)
 	ibv_dereg_mr(b.src);
 	ibv_dereg_mr(b.tgt);
 	ibv_dereg_mr(b.rcv);
-	im_close(&cli);
-	im_close(&srv);
+	ru_ep_close(&cli);
+	ru_ep_close(&srv);
 	ru_listener_close(&l);
 	free(b.s);
 	free(b.t);

@@ -40,6 +40,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,17 +51,8 @@
 #define LEN		4096
 #define NRECV		4
 #define MSGSZ		256
-#define PMAGIC		0x73776d69u	/* "siwm" */
-#define FIRST_SEND_DELAY_US 500000	/* see interop.c: responder race */
-
-struct pinfo {
-	uint32_t magic;
-	uint32_t len;
-	uint64_t addr;
-	uint64_t seed;
-	uint32_t rkey;
-	uint32_t pad;
-};
+/* the server's one message (struct ru_msg): target addr/len/rkey, seed */
+#define M_INFO		1
 
 static int tapn;
 static int tapfail;
@@ -75,26 +68,6 @@ static void tap(int ok, const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	tapfail += !ok;
-}
-
-/* 1 ours, 0 upstream, -1 unknown: the module of VM a (0) or b (1) */
-static int kind_of(int vm)
-{
-	const char *o = ru_env("SIWX_PAIR_ORDER", "");
-	const char *dash = strchr(o, '-');
-	char part[32];
-
-	if (!dash)
-		return -1;
-	if (vm == 0)
-		snprintf(part, sizeof(part), "%.*s", (int)(dash - o), o);
-	else
-		snprintf(part, sizeof(part), "%s", dash + 1);
-	if (!strcmp(part, "ours"))
-		return 1;
-	if (!strcmp(part, "upstream"))
-		return 0;
-	return -1;
 }
 
 static void fill(uint8_t *p, size_t n, uint64_t seed)
@@ -116,11 +89,11 @@ static int mem_get(struct ibv_pd *pd, size_t len, struct mem *m)
 {
 	m->p = aligned_alloc(4096, len);
 	if (!m->p)
-		return im_fail(ENOMEM, "aligned_alloc");
+		return ru_fail(ENOMEM, "aligned_alloc");
 	memset(m->p, 0, len);
 	m->mr = ibv_reg_mr(pd, m->p, len, IM_ACC);
 	if (!m->mr)
-		return im_fail(errno, "ibv_reg_mr: %s", strerror(errno));
+		return ru_fail(errno, "ibv_reg_mr: %s", strerror(errno));
 	return 0;
 }
 
@@ -133,20 +106,10 @@ static void mem_put(struct mem *m)
 }
 
 /* receive slots posted before the connection is accepted/established */
-struct ctx {
-	struct mem rx;
-};
-
-static int prepost(struct ru_ep *e, void *arg)
+static void caps_for(struct ru_caps *caps, struct ru_chan *ch)
 {
-	struct ctx *c = arg;
-	int i, rc;
-
-	rc = mem_get(e->pd, NRECV * MSGSZ, &c->rx);
-	for (i = 0; !rc && i < NRECV; i++)
-		rc = im_post_recv_sge(e->qp, NULL, c->rx.mr, c->rx.p + i * MSGSZ,
-				      MSGSZ, i);
-	return rc;
+	ru_caps_default(caps);
+	ru_chan_caps(caps, ch, NRECV, MSGSZ, MSGSZ, IM_ACC);
 }
 
 /* ---- server -------------------------------------------------------------- */
@@ -155,74 +118,60 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 		      int limit_ms)
 {
 	struct ru_listener l;
-	struct im_ep s;
-	struct im_cfg cfg;
-	struct ctx c;
-	struct mem tgt, msg;
-	struct pinfo pi;
-	struct ibv_sge sg;
-	struct im_wc w;
+	struct ru_ep s;
+	struct ru_caps cfg;
+	struct ru_chan c;
+	struct mem tgt;
+	struct ru_msg pi;
+	struct ru_wc w;
 	char buf[200];
 	uint64_t seed = ru_random_seed(), t0;
 	int rc, got_imm = 0, got_err = 0, placed;
 	int connect_ms = (int)ru_env_long("SIWX_IMM_PROBE_CONNECT_MS", 240000);
 
-	memset(&c, 0, sizeof(c));
 	memset(&tgt, 0, sizeof(tgt));
-	memset(&msg, 0, sizeof(msg));
-	im_cfg_default(&cfg);
-	cfg.caps.max_recv_wr = NRECV + 2;
-	cfg.caps.on_qp = prepost;
-	cfg.caps.on_qp_arg = &c;
+	caps_for(&cfg, &c);
 	printf("TAP version 13\n1..3\n");
 	printf("# imm_probe server on %s:%u, expecting the probe to be %s\n",
 	       local, port, expect);
 	rc = ru_listen(&l, local, port, 4);
 	if (!rc)
-		rc = im_accept_start(&l, &s, &cfg, connect_ms);
-	else
-		im_fail(rc, "%s", ru_errmsg());
+		rc = ru_accept_start(&l, &s, &cfg, connect_ms);
 	if (!rc)
-		rc = im_wait_established(&s, 30000);
+		rc = ru_ep_wait_established(&s, 30000);
 	if (!rc)
-		rc = mem_get(s.e.pd, LEN + RU_GUARD, &tgt);
-	if (!rc)
-		rc = mem_get(s.e.pd, MSGSZ, &msg);
+		rc = mem_get(s.pd, LEN + RU_GUARD, &tgt);
 	tap(!rc, "imm_probe.server.connect");
 	if (rc) {
-		printf("# %s\n", im_errmsg());
+		printf("# %s\n", ru_errmsg());
 		tap(0, "imm_probe.server.outcome # no connection");
 		tap(0, "imm_probe.server.write_placed # no connection");
 		return 1;
 	}
 	fill(tgt.p, LEN + RU_GUARD, ~seed);
 	memset(&pi, 0, sizeof(pi));
-	pi.magic = PMAGIC;
+	pi.type = M_INFO;
 	pi.len = LEN;
 	pi.addr = (uintptr_t)tgt.p;
 	pi.rkey = tgt.mr->rkey;
 	pi.seed = seed;
-	memcpy(msg.p, &pi, sizeof(pi));
-	usleep(FIRST_SEND_DELAY_US);
-	sg.addr = (uintptr_t)msg.p;
-	sg.length = sizeof(pi);
-	sg.lkey = msg.mr->lkey;
-	rc = im_post(s.e.qp, IBV_WR_SEND, &sg, 1, 0, 0, 0, IBV_SEND_SIGNALED, 1);
-	if (!rc && im_poll_send(&s, &w, 30000) == 1 && w.status == IBV_WC_SUCCESS)
+	usleep(RU_FIRST_SEND_DELAY_US);
+	rc = ru_msg_send(&s, &c, &pi, 30000);
+	if (!rc)
 		printf("# told the client: target 0x%llx rkey 0x%x, seed 0x%llx\n",
 		       (unsigned long long)pi.addr, pi.rkey,
 		       (unsigned long long)seed);
 	else
-		printf("# sending the target's address failed: %s\n", im_errmsg());
+		printf("# sending the target's address failed: %s\n", ru_errmsg());
 
 	/* what comes back: the immediate, or the connection going down */
 	t0 = ru_now_ms();
 	while (ru_now_ms() - t0 < (uint64_t)limit_ms + 20000) {
-		rc = im_poll_recv(&s, &w, 200);
+		rc = ru_poll_recv(&s, &w, 200);
 		if (rc == 1) {
 			printf("# receive after %llu ms: %s\n",
 			       (unsigned long long)(ru_now_ms() - t0),
-			       im_wc_str(&w, buf, sizeof(buf)));
+			       ru_wc_str(&w, buf, sizeof(buf)));
 			if (w.status != IBV_WC_SUCCESS) {
 				got_err = 1;
 				continue;
@@ -235,24 +184,24 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 				got_imm = -1;
 			break;
 		}
-		ru_ep_pump_events(&s.e);
-		if (s.e.disconnected || ru_qp_state(s.e.qp) == IBV_QPS_ERR) {
+		ru_ep_pump_events(&s);
+		if (s.disconnected || ru_qp_state(s.qp) == IBV_QPS_ERR) {
 			got_err = 1;
 			/* drain the flushed receives */
-			while (im_poll_recv(&s, &w, 500) == 1)
-				printf("# receive: %s\n", im_wc_str(&w, buf, sizeof(buf)));
+			while (ru_poll_recv(&s, &w, 500) == 1)
+				printf("# receive: %s\n", ru_wc_str(&w, buf, sizeof(buf)));
 			break;
 		}
 	}
 	printf("# server QP %s, connection %s after %llu ms\n",
-	       ru_qp_state_str(ru_qp_state(s.e.qp)),
-	       s.e.disconnected ? "closed" : "open",
+	       ru_qp_state_str(ru_qp_state(s.qp)),
+	       s.disconnected ? "closed" : "open",
 	       (unsigned long long)(ru_now_ms() - t0));
 	if (!strcmp(expect, "accepted"))
 		tap(got_imm == 1, "imm_probe.server.outcome # immediate %s",
 		    got_imm == 1 ? "received" : got_imm ? "wrong" : "not received");
 	else if (!strcmp(expect, "refused"))
-		tap(got_imm == 0 && (got_err || s.e.disconnected),
+		tap(got_imm == 0 && (got_err || s.disconnected),
 		    "imm_probe.server.outcome # %s", got_imm ?
 		    "the immediate completed a receive" : got_err ?
 		    "connection terminated" : "no error within the bound");
@@ -273,85 +222,51 @@ static int run_server(const char *local, uint16_t port, const char *expect,
 		    placed ? "placed" : "not placed");
 	else
 		tap(placed, "imm_probe.server.write_placed");
-	if (s.e.established && !s.e.disconnected)
-		im_wait_disconnected(&s, 15000);
+	if (s.established && !s.disconnected)
+		ru_ep_wait_disconnected(&s, 15000);
 	mem_put(&tgt);
-	mem_put(&msg);
-	im_close(&s);
-	mem_put(&c.rx);
+	ru_ep_close(&s);
+	ru_chan_free(&c);
 	ru_listener_close(&l);
 	return tapfail ? 1 : 0;
 }
 
 /* ---- client -------------------------------------------------------------- */
 
-static int connect_retry(struct im_ep *m, const char *local, const char *peer,
-			 uint16_t port, const struct im_cfg *cfg, struct ctx *c,
-			 int retry_ms)
-{
-	uint64_t deadline = ru_now_ms() + (uint64_t)retry_ms;
-	int rc, tries = 0;
-
-	for (;;) {
-		tries++;
-		rc = im_client_start(m, local, peer, port, cfg, 5000);
-		if (!rc)
-			rc = im_wait_established(m, 30000);
-		if (!rc)
-			return 0;
-		im_close(m);
-		mem_put(&c->rx);
-		if (ru_now_ms() >= deadline)
-			return im_fail(rc, "gave up after %d tries: %s", tries,
-				       im_errmsg());
-		usleep(500000);
-	}
-}
-
 static int run_client(const char *local, const char *peer, uint16_t port,
 		      const char *expect, int limit_ms)
 {
-	struct im_ep m;
-	struct im_cfg cfg;
-	struct ctx c;
+	struct ru_ep m;
+	struct ru_caps cfg;
+	struct ru_chan c;
 	struct mem src, sink;
-	struct pinfo pi;
+	struct ru_msg pi;
 	struct ibv_sge sg;
-	struct im_wc w[2], rw;
+	struct ru_wc w[2];
 	char buf[200];
 	uint64_t t0, tw[2] = { 0, 0 };
 	int rc, i, n = 0, first_err = -1, ok_after_err = 0, st;
 	int connect_ms = (int)ru_env_long("SIWX_IMM_PROBE_CONNECT_MS", 240000);
 
-	memset(&c, 0, sizeof(c));
 	memset(&src, 0, sizeof(src));
 	memset(&sink, 0, sizeof(sink));
-	im_cfg_default(&cfg);
-	cfg.caps.max_recv_wr = NRECV + 2;
-	cfg.caps.on_qp = prepost;
-	cfg.caps.on_qp_arg = &c;
+	caps_for(&cfg, &c);
 	printf("TAP version 13\n1..4\n");
 	printf("# imm_probe client %s -> %s:%u, expecting the probe to be %s "
 	       "within %d ms\n", local, peer, port, expect, limit_ms);
-	rc = connect_retry(&m, local, peer, port, &cfg, &c, connect_ms);
+	rc = ru_connect(&m, local, peer, port, &cfg, connect_ms);
 	if (!rc)
-		rc = mem_get(m.e.pd, LEN, &src);
+		rc = mem_get(m.pd, LEN, &src);
 	if (!rc)
-		rc = mem_get(m.e.pd, LEN, &sink);
-	if (!rc) {
-		rc = im_poll_recv(&m, &rw, 60000) == 1 ? 0 : -ETIMEDOUT;
-		if (!rc && (rw.status != IBV_WC_SUCCESS || rw.byte_len != sizeof(pi)))
-			rc = im_fail(EPROTO, "server's message: %s",
-				     im_wc_str(&rw, buf, sizeof(buf)));
-		if (!rc) {
-			memcpy(&pi, c.rx.p + rw.wr_id * MSGSZ, sizeof(pi));
-			if (pi.magic != PMAGIC || pi.len != LEN)
-				rc = im_fail(EPROTO, "server's message: bad magic/len");
-		}
-	}
+		rc = mem_get(m.pd, LEN, &sink);
+	if (!rc)
+		rc = ru_msg_recv(&m, &c, M_INFO, &pi, 60000);
+	if (!rc && pi.len != LEN)
+		rc = ru_fail(EPROTO, "server's message: len %llu, not %d",
+			     (unsigned long long)pi.len, LEN);
 	tap(!rc, "imm_probe.client.connect");
 	if (rc) {
-		printf("# %s\n", im_errmsg());
+		printf("# %s\n", ru_errmsg());
 		tap(0, "imm_probe.client.post # no connection");
 		tap(0, "imm_probe.client.outcome # no connection");
 		tap(0, "imm_probe.client.qp_state # no connection");
@@ -363,29 +278,29 @@ static int run_client(const char *local, const char *peer, uint16_t port,
 	       "immediate 0x%08x and a Read of it\n", (unsigned long long)pi.addr,
 	       pi.rkey, LEN, be32toh(imm_of(pi.seed)));
 	t0 = ru_now_ms();
-	rc = im_post_wimm(m.e.qp, src.mr, src.p, LEN, pi.addr, pi.rkey,
+	rc = im_post_wimm(m.qp, src.mr, src.p, LEN, pi.addr, pi.rkey,
 			  imm_of(pi.seed), IBV_SEND_SIGNALED, 1);
 	if (!rc) {
 		sg.addr = (uintptr_t)sink.p;
 		sg.length = LEN;
 		sg.lkey = sink.mr->lkey;
-		rc = im_post(m.e.qp, IBV_WR_RDMA_READ, &sg, 1, pi.addr, pi.rkey, 0,
+		rc = ru_post_sge(m.qp, IBV_WR_RDMA_READ, &sg, 1, pi.addr, pi.rkey, 0,
 			     IBV_SEND_SIGNALED, 2);
 	}
-	tap(!rc, "imm_probe.client.post%s%s", rc ? " # " : "", rc ? im_errmsg() : "");
+	tap(!rc, "imm_probe.client.post%s%s", rc ? " # " : "", rc ? ru_errmsg() : "");
 	if (rc) {
 		tap(0, "imm_probe.client.outcome # not posted");
 		tap(0, "imm_probe.client.qp_state # not posted");
-		im_close(&m);
+		ru_ep_close(&m);
 		return 1;
 	}
 	/* every completion, bounded by the limit (plus slack for a flush) */
 	while (n < 2 && ru_now_ms() - t0 < (uint64_t)limit_ms + 5000) {
-		if (im_poll_send(&m, &w[n], 100) != 1)
+		if (ru_poll_send(&m, &w[n], 100) != 1)
 			continue;
 		tw[n] = ru_now_ms() - t0;
 		printf("# completion after %llu ms: %s\n", (unsigned long long)tw[n],
-		       im_wc_str(&w[n], buf, sizeof(buf)));
+		       ru_wc_str(&w[n], buf, sizeof(buf)));
 		if (w[n].status != IBV_WC_SUCCESS && first_err < 0)
 			first_err = n;
 		else if (w[n].status == IBV_WC_SUCCESS && first_err >= 0)
@@ -420,9 +335,9 @@ static int run_client(const char *local, const char *peer, uint16_t port,
 		tap(n == 2, "imm_probe.client.outcome # %s within %d ms",
 		    first_err >= 0 ? "refused" : "accepted", limit_ms + 5000);
 	}
-	st = ru_qp_state(m.e.qp);
+	st = ru_qp_state(m.qp);
 	if (!strcmp(expect, "refused")) {
-		if (st != IBV_QPS_ERR && !ru_wait_qp_state(m.e.qp, IBV_QPS_ERR, 10000))
+		if (st != IBV_QPS_ERR && !ru_wait_qp_state(m.qp, IBV_QPS_ERR, 10000))
 			st = IBV_QPS_ERR;
 		tap(st == IBV_QPS_ERR, "imm_probe.client.qp_state # %s",
 		    ru_qp_state_str(st));
@@ -432,16 +347,16 @@ static int run_client(const char *local, const char *peer, uint16_t port,
 	} else {
 		tap(1, "imm_probe.client.qp_state # %s", ru_qp_state_str(st));
 	}
-	for (i = 0; i < 4 && im_poll_send(&m, &w[0], 200) == 1; i++)
-		printf("# late completion: %s\n", im_wc_str(&w[0], buf, sizeof(buf)));
-	if (m.e.established && !m.e.disconnected) {
-		ru_ep_disconnect(&m.e);
-		im_wait_disconnected(&m, 15000);
+	for (i = 0; i < 4 && ru_poll_send(&m, &w[0], 200) == 1; i++)
+		printf("# late completion: %s\n", ru_wc_str(&w[0], buf, sizeof(buf)));
+	if (m.established && !m.disconnected) {
+		ru_ep_disconnect(&m);
+		ru_ep_wait_disconnected(&m, 15000);
 	}
 	mem_put(&src);
 	mem_put(&sink);
-	im_close(&m);
-	mem_put(&c.rx);
+	ru_ep_close(&m);
+	ru_chan_free(&c);
 	return tapfail ? 1 : 0;
 }
 
@@ -485,7 +400,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!role) {
-		int ka = kind_of(0), kb = kind_of(1);
+		int ka = ru_pair_kind(0), kb = ru_pair_kind(1);
 
 		/* the siwx side probes; siwx on both or unknown: b probes */
 		if (ka == 1 && kb == 0)
@@ -497,7 +412,7 @@ int main(int argc, char **argv)
 	}
 	if (!expect) {
 		/* what the server's module does decides, on both sides */
-		int ks = !strcmp(role, "server") ? kind_of(me) : kind_of(!me);
+		int ks = !strcmp(role, "server") ? ru_pair_kind(me) : ru_pair_kind(!me);
 
 		expect = ks == 0 ? "refused" : ks == 1 ? "accepted" : "any";
 	}

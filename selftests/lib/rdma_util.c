@@ -5,6 +5,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -27,14 +28,15 @@ const char *ru_errmsg(void)
 	return ru_err[0] ? ru_err : "no error recorded";
 }
 
-__attribute__((format(printf, 2, 3)))
-static int ru_fail(int code, const char *fmt, ...)
+int ru_fail(int code, const char *fmt, ...)
 {
+	char msg[sizeof(ru_err)];	/* the arguments may point at ru_err */
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(ru_err, sizeof(ru_err), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(ru_err, msg, sizeof(ru_err));
 	if (code > 0)
 		code = -code;
 	return code ? code : -EIO;
@@ -165,6 +167,30 @@ long ru_check(const void *p, size_t n, uint64_t seed)
 	return -1;
 }
 
+long ru_first_diff(const void *a, const void *b, size_t n)
+{
+	const uint8_t *x = a, *y = b;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return (long)i;
+	return -1;
+}
+
+uint64_t ru_rng(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	*s += 0x9e3779b97f4a7c15ull;
+	return splitmix64(x);
+}
+
+uint32_t ru_rand(uint64_t *s, uint32_t n)
+{
+	return (uint32_t)(ru_rng(s) % n);
+}
+
 /* ---- CM events ---------------------------------------------------------- */
 
 static int set_nonblock(int fd)
@@ -224,48 +250,9 @@ int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
 }
 
 /*
- * Wait for one specific CM event; address changes and TIMEWAIT_EXIT are
- * skipped, REJECTED fails with ECONNREFUSED, anything else with
- * ECONNABORTED.
+ * Wait for one specific CM event (see ru_wait_cm_event); with e, note
+ * ESTABLISHED and DISCONNECTED in its flags.
  */
-int ru_wait_cm_event(struct rdma_event_channel *ch,
-		     enum rdma_cm_event_type want, int timeout_ms,
-		     struct rdma_cm_id **id_out)
-{
-	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
-	enum rdma_cm_event_type t;
-	int st, rc;
-
-	for (;;) {
-		uint64_t now = ru_now_ms();
-
-		rc = ru_get_cm_event(ch, now >= deadline ? 0 :
-				     (int)(deadline - now), &t, &st, id_out);
-		if (rc) {
-			char why[sizeof(ru_err)];
-
-			snprintf(why, sizeof(why), "%s", ru_errmsg());
-			return ru_fail(rc, "waiting for %s: %s",
-				       rdma_event_str(want), why);
-		}
-		if (t == want)
-			return 0;
-		switch (t) {
-		case RDMA_CM_EVENT_ADDR_CHANGE:
-		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-			break;
-		case RDMA_CM_EVENT_REJECTED:
-			return ru_fail(ECONNREFUSED, "%s (status %d) waiting for %s",
-				       rdma_event_str(t), st,
-				       rdma_event_str(want));
-		default:
-			return ru_fail(ECONNABORTED, "%s (status %d) waiting for %s",
-				       rdma_event_str(t), st,
-				       rdma_event_str(want));
-		}
-	}
-}
-
 static int wait_event(struct rdma_event_channel *ch,
 		      enum rdma_cm_event_type want, int timeout_ms,
 		      struct rdma_cm_id **id_out, struct ru_ep *e)
@@ -284,7 +271,8 @@ static int wait_event(struct rdma_event_channel *ch,
 				return ru_fail(ETIMEDOUT,
 					       "timed out (%d ms) waiting for %s",
 					       timeout_ms, rdma_event_str(want));
-			return rc;
+			return ru_fail(rc, "waiting for %s: %s",
+				       rdma_event_str(want), ru_errmsg());
 		}
 		if (t == want) {
 			if (e && want == RDMA_CM_EVENT_ESTABLISHED)
@@ -294,6 +282,9 @@ static int wait_event(struct rdma_event_channel *ch,
 		if (e && t == RDMA_CM_EVENT_DISCONNECTED)
 			e->disconnected = 1;
 		switch (t) {
+		case RDMA_CM_EVENT_ADDR_CHANGE:
+		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+			break;		/* keep waiting */
 		case RDMA_CM_EVENT_REJECTED:
 			return ru_fail(ECONNREFUSED, "%s (status %d) waiting for %s",
 				       rdma_event_str(t), st, rdma_event_str(want));
@@ -304,16 +295,18 @@ static int wait_event(struct rdma_event_channel *ch,
 		case RDMA_CM_EVENT_ROUTE_ERROR:
 			return ru_fail(EADDRNOTAVAIL, "%s (status %d) waiting for %s",
 				       rdma_event_str(t), st, rdma_event_str(want));
-		case RDMA_CM_EVENT_CONNECT_ERROR:
-		case RDMA_CM_EVENT_DISCONNECTED:
-		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		default:
 			return ru_fail(ECONNABORTED, "%s (status %d) waiting for %s",
 				       rdma_event_str(t), st, rdma_event_str(want));
-		default:
-			/* e.g. ADDR_CHANGE, TIMEWAIT_EXIT: keep waiting */
-			break;
 		}
 	}
+}
+
+int ru_wait_cm_event(struct rdma_event_channel *ch,
+		     enum rdma_cm_event_type want, int timeout_ms,
+		     struct rdma_cm_id **id_out)
+{
+	return wait_event(ch, want, timeout_ms, id_out, NULL);
 }
 
 void ru_ep_pump_events(struct ru_ep *e)
@@ -362,50 +355,134 @@ static int parse_addr(const char *s, uint16_t port, struct sockaddr_storage *ss)
 	return 0;
 }
 
+static int set_nonblock_fd(int fd, const char *what)
+{
+	int rc = set_nonblock(fd);
+
+	return rc ? ru_fail(rc, "O_NONBLOCK on %s: %s", what, strerror(-rc)) : 0;
+}
+
+/* The receive CQ of depth entries that caps asks for. */
+static int ep_create_rcq(struct ru_ep *e, const struct ru_caps *caps,
+			 int depth)
+{
+	struct ibv_context *ctx = e->id->verbs;
+	int rc;
+
+	if (caps->rcq_channel) {
+		e->cc = ibv_create_comp_channel(ctx);
+		if (!e->cc)
+			return ru_fail(errno, "ibv_create_comp_channel: %s",
+				       strerror(errno));
+		rc = set_nonblock_fd(e->cc->fd, "the completion channel");
+		if (rc)
+			return rc;
+	}
+	if (caps->rcq_ex) {
+		struct ibv_cq_init_attr_ex ca;
+
+		memset(&ca, 0, sizeof(ca));
+		ca.cqe = (uint32_t)depth;
+		ca.channel = e->cc;
+		ca.wc_flags = caps->rcq_wc_flags ? caps->rcq_wc_flags :
+						    RU_CQX_FLAGS;
+		e->rcqx = ibv_create_cq_ex(ctx, &ca);
+		if (!e->rcqx) {
+			int err = errno;
+
+			return ru_fail(err ? err : EIO,
+				       "ibv_create_cq_ex(wc_flags 0x%llx): %s",
+				       (unsigned long long)ca.wc_flags,
+				       strerror(err));
+		}
+		e->rcq = ibv_cq_ex_to_cq(e->rcqx);
+		return 0;
+	}
+	e->rcq = ibv_create_cq(ctx, depth, NULL, e->cc, 0);
+	if (!e->rcq)
+		return ru_fail(errno, "ibv_create_cq(%d): %s", depth,
+			       strerror(errno));
+	return 0;
+}
+
+/* PD, CQs, optional SRQ and the QP for e->id, as caps says. */
 static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 {
-	struct ibv_qp_init_attr qa;
-	int scq_depth, rcq_depth;
+	struct ibv_context *ctx = e->id->verbs;
+	struct ibv_qp_init_attr_ex qa;
+	int scq_depth, rcq_depth, rc;
 
-	e->pd = ibv_alloc_pd(e->id->verbs);
-	if (!e->pd)
-		return ru_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
+	if (caps->shared_pd) {
+		e->pd = caps->shared_pd;
+		e->pd_shared = 1;
+	} else {
+		e->pd = ibv_alloc_pd(ctx);
+		if (!e->pd)
+			return ru_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
+	}
 	scq_depth = caps->cq_depth ? caps->cq_depth : (int)caps->max_send_wr + 8;
 	rcq_depth = caps->cq_depth ? caps->cq_depth : (int)caps->max_recv_wr + 8;
-	e->scq = ibv_create_cq(e->id->verbs, scq_depth, NULL, NULL, 0);
+	e->scq = ibv_create_cq(ctx, scq_depth, NULL, NULL, 0);
 	if (!e->scq)
 		return ru_fail(errno, "ibv_create_cq(%d): %s", scq_depth,
 			       strerror(errno));
-	e->rcq = ibv_create_cq(e->id->verbs, rcq_depth, NULL, NULL, 0);
-	if (!e->rcq)
-		return ru_fail(errno, "ibv_create_cq(%d): %s", rcq_depth,
-			       strerror(errno));
+	rc = ep_create_rcq(e, caps, rcq_depth);
+	if (rc)
+		return rc;
+	if (caps->shared_srq) {
+		e->srq = caps->shared_srq;
+		e->srq_shared = 1;
+	} else if (caps->srq) {
+		struct ibv_srq_init_attr sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.attr.max_wr = caps->max_recv_wr;
+		sa.attr.max_sge = caps->max_recv_sge;
+		e->srq = ibv_create_srq(e->pd, &sa);
+		if (!e->srq)
+			return ru_fail(errno, "ibv_create_srq(%u): %s",
+				       caps->max_recv_wr, strerror(errno));
+	}
 
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_type = IBV_QPT_RC;
 	qa.send_cq = e->scq;
 	qa.recv_cq = e->rcq;
+	qa.srq = e->srq;
 	qa.cap.max_send_wr = caps->max_send_wr;
-	qa.cap.max_recv_wr = caps->max_recv_wr;
+	qa.cap.max_recv_wr = e->srq ? 0 : caps->max_recv_wr;
 	qa.cap.max_send_sge = caps->max_send_sge;
-	qa.cap.max_recv_sge = caps->max_recv_sge;
+	qa.cap.max_recv_sge = e->srq ? 0 : caps->max_recv_sge;
 	qa.cap.max_inline_data = caps->max_inline;
 	qa.sq_sig_all = 0;
-	if (rdma_create_qp(e->id, e->pd, &qa)) {
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qa.pd = e->pd;
+	if (caps->send_ops) {
+		qa.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		qa.send_ops_flags = caps->send_ops;
+	}
+	if (rdma_create_qp_ex(e->id, &qa)) {
 		int err = errno;
 
-		return ru_fail(err, "rdma_create_qp(max_send_wr=%u max_recv_wr=%u "
-			       "max_send_sge=%u max_recv_sge=%u): %s",
+		return ru_fail(err, "rdma_create_qp_ex(max_send_wr=%u max_recv_wr=%u "
+			       "max_send_sge=%u max_recv_sge=%u max_inline=%u "
+			       "srq %s send_ops 0x%llx): %s",
 			       caps->max_send_wr, caps->max_recv_wr,
 			       caps->max_send_sge, caps->max_recv_sge,
+			       caps->max_inline, e->srq ? "yes" : "no",
+			       (unsigned long long)caps->send_ops,
 			       strerror(err));
 	}
 	e->qp = e->id->qp;
-	if (caps->on_qp) {
-		int rc = caps->on_qp(e, caps->on_qp_arg);
-
+	if (caps->send_ops) {
+		e->qpx = ibv_qp_to_qp_ex(e->qp);
+		if (!e->qpx)
+			return ru_fail(EOPNOTSUPP, "ibv_qp_to_qp_ex: NULL");
+	}
+	if (caps->on_qp) {	/* e.g. post receives before connecting */
+		rc = caps->on_qp(e, caps->on_qp_arg);
 		if (rc)
-			return rc < 0 ? rc : -rc;
+			return ru_fail(rc, "on_qp: %s", ru_errmsg());
 	}
 	return 0;
 }
@@ -470,6 +547,7 @@ int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
 	rc = parse_addr(dst, port, &dss);
 	if (rc)
 		return rc;
+	c->port = port;
 	c->ch = ru_new_channel();
 	if (!c->ch)
 		return ru_fail(errno, "rdma_create_event_channel: %s",
@@ -562,6 +640,7 @@ int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
 	if (rc)
 		return rc;
 	s->id = id;
+	s->port = l->port;
 	s->ch = ru_new_channel();
 	if (!s->ch)
 		return ru_fail(errno, "rdma_create_event_channel: %s",
@@ -621,11 +700,15 @@ void ru_ep_close(struct ru_ep *e)
 	if (e->id && e->qp)
 		rdma_destroy_qp(e->id);
 	e->qp = NULL;
+	if (e->srq && !e->srq_shared)
+		ibv_destroy_srq(e->srq);
 	if (e->scq)
 		ibv_destroy_cq(e->scq);
 	if (e->rcq)
 		ibv_destroy_cq(e->rcq);
-	if (e->pd)
+	if (e->cc)
+		ibv_destroy_comp_channel(e->cc);
+	if (e->pd && !e->pd_shared)
 		ibv_dealloc_pd(e->pd);
 	if (e->id)
 		rdma_destroy_id(e->id);
@@ -709,28 +792,53 @@ void ru_buf_free(struct ru_buf *b)
 
 /* ---- work requests ------------------------------------------------------ */
 
+/* Build and post one send WR; what ibv_post_send() returned, unchanged. */
+static int post_wr(struct ibv_qp *qp, enum ibv_wr_opcode op,
+		   const struct ibv_sge *sg, int n, uint64_t raddr,
+		   uint32_t rkey, __be32 imm, unsigned int flags,
+		   uint64_t wr_id)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = n ? (struct ibv_sge *)sg : NULL;
+	wr.num_sge = n;
+	wr.opcode = op;
+	wr.send_flags = flags;
+	wr.imm_data = imm;
+	if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	    op == IBV_WR_RDMA_READ) {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
 int ru_post_send_raw(struct ru_ep *e, enum ibv_wr_opcode op,
 		     const struct ru_buf *b, size_t off, size_t len,
 		     uint64_t raddr, uint32_t rkey, uint64_t wr_id, int flags)
 {
-	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge sge;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(b->addr + off),
+		.length = (uint32_t)len,
+		.lkey = b->mr->lkey,
+	};
 
-	memset(&wr, 0, sizeof(wr));
-	memset(&sge, 0, sizeof(sge));
-	sge.addr = (uintptr_t)(b->addr + off);
-	sge.length = (uint32_t)len;
-	sge.lkey = b->mr->lkey;
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags;
-	if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_READ) {
-		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
-	}
-	return ibv_post_send(e->qp, &wr, &bad);
+	return post_wr(e->qp, op, &sge, 1, raddr, rkey, 0,
+		       (unsigned int)flags, wr_id);
+}
+
+/* 0, or the provider's errno (either sign) negated with a message. */
+static int post_result(int rc, const char *what, int op, int n, size_t len,
+		       unsigned int flags)
+{
+	if (rc < 0)
+		rc = -rc;
+	if (!rc)
+		return 0;
+	return ru_fail(rc, "%s(opcode %d, %d SGEs, len %zu, flags 0x%x): %d (%s)",
+		       what, op, n, len, flags, rc, strerror(rc));
 }
 
 int ru_post_send(struct ru_ep *e, enum ibv_wr_opcode op,
@@ -740,30 +848,63 @@ int ru_post_send(struct ru_ep *e, enum ibv_wr_opcode op,
 	int rc = ru_post_send_raw(e, op, b, off, len, raddr, rkey, wr_id,
 				  flags);
 
+	return post_result(rc, "ibv_post_send", op, 1, len, (unsigned int)flags);
+}
+
+int ru_post_sge(struct ibv_qp *qp, enum ibv_wr_opcode op,
+		const struct ibv_sge *sg, int n, uint64_t raddr, uint32_t rkey,
+		__be32 imm, unsigned int flags, uint64_t wr_id)
+{
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		len += sg[i].length;
+	return post_result(post_wr(qp, op, sg, n, raddr, rkey, imm, flags,
+				   wr_id), "ibv_post_send", op, n, len, flags);
+}
+
+int ru_post_recv_mr(struct ibv_qp *qp, struct ibv_srq *srq,
+		    const struct ibv_mr *mr, void *addr, uint32_t len,
+		    uint64_t wr_id)
+{
+	struct ibv_recv_wr wr, *bad = NULL;
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
+			       .lkey = mr->lkey };
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;	/* libsiw rejects num_sge == 0 on receives */
+	rc = srq ? ibv_post_srq_recv(srq, &wr, &bad) :
+		   ibv_post_recv(qp, &wr, &bad);
+	if (rc < 0)
+		rc = -rc;
 	if (rc)
-		return ru_fail(rc < 0 ? -rc : rc, "ibv_post_send(opcode %d, len %zu): %d (%s)",
-			       op, len, rc, strerror(rc < 0 ? -rc : rc));
+		return ru_fail(rc, "ibv_post_%srecv(len %u): %d (%s)",
+			       srq ? "srq_" : "", len, rc, strerror(rc));
 	return 0;
 }
 
 int ru_post_recv(struct ru_ep *e, const struct ru_buf *b, size_t off,
 		 size_t len, uint64_t wr_id)
 {
-	struct ibv_recv_wr wr, *bad = NULL;
-	struct ibv_sge sge;
-	int rc;
+	return ru_post_recv_mr(e->qp, e->srq, b->mr, b->addr + off,
+			       (uint32_t)len, wr_id);
+}
 
-	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)(b->addr + off);
-	sge.length = (uint32_t)len;
-	sge.lkey = b->mr->lkey;
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;	/* libsiw rejects num_sge == 0 on receives */
-	rc = ibv_post_recv(e->qp, &wr, &bad);
-	if (rc)
-		return ru_fail(rc < 0 ? -rc : rc, "ibv_post_recv(len %zu): %d (%s)",
-			       len, rc, strerror(rc < 0 ? -rc : rc));
+/*
+ * One round of a bounded completion wait: -ETIMEDOUT (recorded) once
+ * deadline has passed, else 0, sleeping a little after the first rounds.
+ */
+static int spin_wait(uint64_t deadline, unsigned int *spins, int timeout_ms)
+{
+	if (ru_now_ms() >= deadline)
+		return ru_fail(ETIMEDOUT, "no completion within %d ms",
+			       timeout_ms);
+	if (++*spins > 64)
+		ru_sleep_us(200);
 	return 0;
 }
 
@@ -779,13 +920,8 @@ int ru_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 			return ru_fail(EIO, "ibv_poll_cq: %d", n);
 		if (n == 1)
 			return 1;
-		if (ru_now_ms() >= deadline) {
-			ru_fail(ETIMEDOUT, "no completion within %d ms",
-				timeout_ms);
+		if (spin_wait(deadline, &spins, timeout_ms))
 			return 0;
-		}
-		if (++spins > 64)
-			ru_sleep_us(200);
 	}
 }
 
@@ -838,6 +974,132 @@ int ru_expect_success(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *wc,
 	return 0;
 }
 
+void ru_wc_from(struct ru_wc *w, const struct ibv_wc *wc)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wc->wr_id;
+	w->status = wc->status;
+	w->opcode = wc->opcode;
+	w->byte_len = wc->byte_len;
+	w->imm = wc->imm_data;
+	w->wc_flags = wc->wc_flags;
+	w->qp_num = wc->qp_num;
+	w->vendor_err = wc->vendor_err;
+}
+
+void ru_wc_from_ex(struct ru_wc *w, struct ibv_cq_ex *cq)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = cq->wr_id;
+	w->status = cq->status;
+	w->opcode = ibv_wc_read_opcode(cq);
+	w->vendor_err = ibv_wc_read_vendor_err(cq);
+	w->wc_flags = ibv_wc_read_wc_flags(cq);
+	w->byte_len = ibv_wc_read_byte_len(cq);
+	w->qp_num = ibv_wc_read_qp_num(cq);
+	if (w->wc_flags & IBV_WC_WITH_IMM)
+		w->imm = ibv_wc_read_imm_data(cq);
+}
+
+int ru_poll_ex(struct ibv_cq_ex *cq, struct ru_wc *w, int timeout_ms)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+	unsigned int spins = 0;
+	int rc;
+
+	for (;;) {
+		rc = ibv_start_poll(cq, &pa);
+		if (rc == 0)
+			break;
+		if (rc != ENOENT)
+			return ru_fail(rc, "ibv_start_poll: %d", rc);
+		if (spin_wait(deadline, &spins, timeout_ms))
+			return 0;
+	}
+	ru_wc_from_ex(w, cq);
+	ibv_end_poll(cq);
+	return 1;
+}
+
+static int poll_wc(struct ibv_cq *cq, struct ru_wc *w, int timeout_ms,
+		   const char *which)
+{
+	struct ibv_wc wc;
+	int rc = ru_poll(cq, &wc, timeout_ms);
+
+	if (rc == 1)
+		ru_wc_from(w, &wc);
+	else if (rc == 0)
+		ru_fail(ETIMEDOUT, "no %s completion within %d ms", which,
+			timeout_ms);
+	return rc;
+}
+
+int ru_poll_recv(struct ru_ep *e, struct ru_wc *w, int timeout_ms)
+{
+	if (e->rcqx)
+		return ru_poll_ex(e->rcqx, w, timeout_ms);
+	return poll_wc(e->rcq, w, timeout_ms, "receive");
+}
+
+int ru_poll_send(struct ru_ep *e, struct ru_wc *w, int timeout_ms)
+{
+	return poll_wc(e->scq, w, timeout_ms, "send");
+}
+
+const char *ru_wc_opcode_str(enum ibv_wc_opcode op)
+{
+	switch (op) {
+	case IBV_WC_SEND: return "SEND";
+	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+	case IBV_WC_RDMA_READ: return "RDMA_READ";
+	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
+	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_RECV: return "RECV";
+	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+	default: return "other";
+	}
+}
+
+const char *ru_wc_str(const struct ru_wc *w, char *buf, size_t n)
+{
+	snprintf(buf, n, "wr %llu %s(%d) %s len %u flags 0x%x imm 0x%08x qp %u vendor_err 0x%x",
+		 (unsigned long long)w->wr_id, ru_wc_opcode_str(w->opcode),
+		 (int)w->opcode, ibv_wc_status_str(w->status), w->byte_len,
+		 w->wc_flags, be32toh(w->imm), w->qp_num, w->vendor_err);
+	return buf;
+}
+
+/* ---- async events ------------------------------------------------------- */
+
+int ru_async_nonblock(struct ibv_context *ctx)
+{
+	return set_nonblock_fd(ctx->async_fd, "async_fd");
+}
+
+int ru_get_async(struct ibv_context *ctx, struct ibv_async_event *ev,
+		 int timeout_ms)
+{
+	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+		uint64_t now;
+
+		if (ibv_get_async_event(ctx, ev) == 0) {
+			ibv_ack_async_event(ev);
+			return 1;
+		}
+		now = ru_now_ms();
+		if (now >= deadline)
+			return 0;
+		poll(&pfd, 1, (int)(deadline - now));
+	}
+}
+
+/* ---- QP state ----------------------------------------------------------- */
+
 int ru_qp_state(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
@@ -882,4 +1144,165 @@ const char *ru_qp_state_str(int s)
 	case IBV_QPS_ERR: return "ERR";
 	default: return s < 0 ? "query-failed" : "unknown";
 	}
+}
+
+/* ---- the pair topology -------------------------------------------------- */
+
+int ru_pair_role(void)
+{
+	const char *r = ru_env("SIWX_ROLE", "");
+
+	return !strcmp(r, "a") ? 'a' : !strcmp(r, "b") ? 'b' : 0;
+}
+
+int ru_pair_kind(int vm)
+{
+	const char *o = ru_env("SIWX_PAIR_ORDER", "");
+	const char *dash = strchr(o, '-');
+	char part[32];
+
+	if (!dash)
+		return -1;
+	if (vm == 0)
+		snprintf(part, sizeof(part), "%.*s", (int)(dash - o), o);
+	else
+		snprintf(part, sizeof(part), "%s", dash + 1);
+	if (!strcmp(part, "ours"))
+		return 1;
+	if (!strcmp(part, "upstream"))
+		return 0;
+	return -1;
+}
+
+/* ---- control messages --------------------------------------------------- */
+
+void ru_chan_caps(struct ru_caps *caps, struct ru_chan *ch, int nslot,
+		  size_t slot, size_t txlen, int access)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->nslot = nslot;
+	ch->slot = slot;
+	ch->txlen = txlen;
+	ch->access = access;
+	ch->next_id = 1000;
+	caps->max_recv_wr = (uint32_t)nslot + 2;
+	caps->on_qp = ru_chan_prepost;
+	caps->on_qp_arg = ch;
+}
+
+int ru_chan_prepost(struct ru_ep *e, void *chan)
+{
+	struct ru_chan *ch = chan;
+	int i, rc;
+
+	ru_chan_free(ch);	/* what an earlier attempt (ru_connect) left */
+	rc = ru_buf_alloc(&ch->rx, e->pd, (size_t)ch->nslot * ch->slot,
+			  ch->access);
+	if (!rc)
+		rc = ru_buf_alloc(&ch->tx, e->pd, ch->txlen, ch->access);
+	for (i = 0; !rc && i < ch->nslot; i++)
+		rc = ru_post_recv(e, &ch->rx, (size_t)i * ch->slot, ch->slot,
+				  (uint64_t)i);
+	return rc;
+}
+
+void ru_chan_free(struct ru_chan *ch)
+{
+	ru_buf_free(&ch->rx);
+	ru_buf_free(&ch->tx);
+}
+
+int ru_chan_send_tx(struct ru_ep *e, struct ru_chan *ch, size_t len,
+		    int timeout_ms)
+{
+	uint64_t id = ++ch->next_id;
+	struct ibv_wc wc;
+	int rc;
+
+	rc = ru_post_send(e, IBV_WR_SEND, &ch->tx, 0, len, 0, 0, id,
+			  IBV_SEND_SIGNALED);
+	if (!rc)
+		rc = ru_expect_success(e->scq, id, &wc, timeout_ms);
+	if (rc)
+		return ru_fail(rc, "port %u: Send of %zu bytes: %s", e->port,
+			       len, ru_errmsg());
+	return 0;
+}
+
+int ru_chan_next(struct ru_ep *e, struct ru_chan *ch, struct ibv_wc *wc,
+		 uint8_t **slot, int timeout_ms)
+{
+	int rc = ru_poll(e->rcq, wc, timeout_ms);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return ru_fail(ETIMEDOUT, "port %u: no message from the peer "
+			       "within %d ms; QP %s", e->port, timeout_ms,
+			       ru_qp_state_str(ru_qp_state(e->qp)));
+	if (wc->status != IBV_WC_SUCCESS)
+		return ru_fail(EIO, "port %u: receive failed: %s", e->port,
+			       ibv_wc_status_str(wc->status));
+	if (wc->wr_id >= (uint64_t)ch->nslot)
+		return ru_fail(EPROTO, "port %u: receive wr_id %llu is no slot",
+			       e->port, (unsigned long long)wc->wr_id);
+	*slot = ch->rx.addr + wc->wr_id * ch->slot;
+	return 0;
+}
+
+int ru_chan_release(struct ru_ep *e, struct ru_chan *ch, uint64_t slot)
+{
+	return ru_post_recv(e, &ch->rx, slot * ch->slot, ch->slot, slot);
+}
+
+int ru_msg_send(struct ru_ep *e, struct ru_chan *ch, const struct ru_msg *m,
+		int timeout_ms)
+{
+	memcpy(ch->tx.addr, m, sizeof(*m));
+	((struct ru_msg *)ch->tx.addr)->magic = RU_MSG_MAGIC;
+	return ru_chan_send_tx(e, ch, sizeof(*m), timeout_ms);
+}
+
+int ru_msg_recv(struct ru_ep *e, struct ru_chan *ch, uint32_t type,
+		struct ru_msg *m, int timeout_ms)
+{
+	struct ibv_wc wc;
+	uint8_t *p;
+	int rc;
+
+	rc = ru_chan_next(e, ch, &wc, &p, timeout_ms);
+	if (rc)
+		return ru_fail(rc, "waiting for message type %u: %s", type,
+			       ru_errmsg());
+	memset(m, 0, sizeof(*m));
+	memcpy(m, p, wc.byte_len < sizeof(*m) ? wc.byte_len : sizeof(*m));
+	rc = ru_chan_release(e, ch, wc.wr_id);
+	if (rc)
+		return rc;
+	if (wc.byte_len != sizeof(*m) || m->magic != RU_MSG_MAGIC ||
+	    m->type != type)
+		return ru_fail(EPROTO, "port %u: got %u bytes, magic 0x%x, type "
+			       "%u; want a message (%zu bytes) of type %u",
+			       e->port, wc.byte_len, m->magic, m->type,
+			       sizeof(*m), type);
+	return 0;
+}
+
+int ru_msg_exchange(struct ru_ep *e, struct ru_chan *ch, int initiator,
+		    const struct ru_msg *mine, struct ru_msg *peer,
+		    int timeout_ms)
+{
+	int rc;
+
+	if (initiator) {
+		ru_sleep_us(RU_FIRST_SEND_DELAY_US);
+		rc = ru_msg_send(e, ch, mine, timeout_ms);
+		if (!rc)
+			rc = ru_msg_recv(e, ch, mine->type, peer, timeout_ms);
+		return rc;
+	}
+	rc = ru_msg_recv(e, ch, mine->type, peer, timeout_ms);
+	if (!rc)
+		rc = ru_msg_send(e, ch, mine, timeout_ms);
+	return rc;
 }

@@ -20,6 +20,22 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+/*
+ * The siwx direct verbs (masked atomics, 64-bit immediates) of
+ * <infiniband/siwdv.h>: HAVE_SIWDV is 0 when the headers built against
+ * have none (stock rdma-core), and the tests that need them must fail,
+ * not pass silently.
+ */
+#if defined(__has_include)
+#if __has_include(<infiniband/siwdv.h>)
+#include <infiniband/siwdv.h>
+#define HAVE_SIWDV 1
+#endif
+#endif
+#ifndef HAVE_SIWDV
+#define HAVE_SIWDV 0
+#endif
+
 #define RU_TIMEOUT_MS		15000	/* default bound of any single wait */
 #define RU_GUARD		64	/* canary bytes after every payload */
 
@@ -28,6 +44,12 @@
 
 /* Last error of the calling thread, human readable. */
 const char *ru_errmsg(void);
+/*
+ * Record a new last error (the arguments may include ru_errmsg(), e.g. to
+ * prefix it) and return code as a negative errno: -|code|, -EIO for 0.
+ */
+__attribute__((format(printf, 2, 3)))
+int ru_fail(int code, const char *fmt, ...);
 
 /* Environment helpers (SIWX_* variables set by the VM harness). */
 const char *ru_env(const char *name, const char *dflt);
@@ -50,16 +72,29 @@ uint64_t ru_random_seed(void);
 void ru_fill(void *p, size_t n, uint64_t seed);
 /* Index of the first byte differing from the stream of seed, or -1. */
 long ru_check(const void *p, size_t n, uint64_t seed);
+/* Index of the first byte where a and b differ, or -1. */
+long ru_first_diff(const void *a, const void *b, size_t n);
+/* Next number of the splitmix64 generator whose state is *s. */
+uint64_t ru_rng(uint64_t *s);
+/* Uniform in [0, n) (n > 0) from the generator *s. */
+uint32_t ru_rand(uint64_t *s, uint32_t n);
 
 /* ---- connection resources --------------------------------------------- */
 
 struct ru_ep;
 
+/*
+ * What an end needs. ru_caps_default() gives a plain RC QP of its own PD,
+ * a send and a receive CQ and 64 WRs of one SGE each way; the fields
+ * after on_qp_arg ask for more (all off by default). The same caps serve
+ * both ends in one process (ru_pair_open*) and ends in two processes or
+ * VMs (ru_connect / ru_accept).
+ */
 struct ru_caps {
 	uint32_t max_send_wr;
-	uint32_t max_recv_wr;
+	uint32_t max_recv_wr;		/* with an SRQ: its max_wr */
 	uint32_t max_send_sge;
-	uint32_t max_recv_sge;
+	uint32_t max_recv_sge;		/* with an SRQ: its max_sge */
 	uint32_t max_inline;
 	uint8_t initiator_depth;	/* outbound RDMA Reads in flight */
 	uint8_t responder_resources;	/* inbound RDMA Reads served */
@@ -71,7 +106,19 @@ struct ru_caps {
 	 */
 	int (*on_qp)(struct ru_ep *e, void *arg);
 	void *on_qp_arg;
+	/* non-zero: the QP has these ibv_qp_ex send operations (e->qpx) */
+	uint64_t send_ops;
+	struct ibv_pd *shared_pd;	/* use this PD (stays the caller's) */
+	int srq;			/* receive queue: an SRQ of its own */
+	struct ibv_srq *shared_srq;	/* or this SRQ (stays the caller's) */
+	int rcq_channel;		/* receive CQ on a completion channel */
+	int rcq_ex;			/* receive CQ from ibv_create_cq_ex */
+	uint64_t rcq_wc_flags;		/* with rcq_ex (0: RU_CQX_FLAGS) */
 };
+
+/* what ru_poll_ex() reads of an extended CQ */
+#define RU_CQX_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |	\
+		      IBV_WC_EX_WITH_QP_NUM)
 
 void ru_caps_default(struct ru_caps *c);
 
@@ -83,8 +130,15 @@ struct ru_ep {
 	struct ibv_cq *scq;
 	struct ibv_cq *rcq;
 	struct ibv_qp *qp;
+	uint16_t port;			/* the listener's (host order) */
 	int established;
 	int disconnected;		/* DISCONNECTED event seen */
+	/* what ru_caps asked for beyond the default */
+	struct ibv_qp_ex *qpx;		/* send_ops */
+	struct ibv_srq *srq;		/* srq or shared_srq */
+	struct ibv_comp_channel *cc;	/* rcq_channel (non-blocking fd) */
+	struct ibv_cq_ex *rcqx;		/* rcq_ex (rcq is its ibv_cq) */
+	int pd_shared, srq_shared;	/* not destroyed by ru_ep_close() */
 };
 
 struct ru_listener {
@@ -131,7 +185,10 @@ int ru_ep_wait_established(struct ru_ep *e, int timeout_ms);
 void ru_ep_disconnect(struct ru_ep *e);
 /* Wait for the DISCONNECTED event on e (0 if seen). */
 int ru_ep_wait_disconnected(struct ru_ep *e, int timeout_ms);
-/* Destroy everything (safe on a zeroed or half-built ep). */
+/*
+ * Destroy everything (safe on a zeroed or half-built ep) but a shared PD
+ * or SRQ (pd_shared, srq_shared).
+ */
 void ru_ep_close(struct ru_ep *e);
 
 /* Both ends in one process: client on src, server listener on dst. */
@@ -177,8 +234,23 @@ int ru_post_send(struct ru_ep *e, enum ibv_wr_opcode op,
 int ru_post_send_raw(struct ru_ep *e, enum ibv_wr_opcode op,
 		     const struct ru_buf *b, size_t off, size_t len,
 		     uint64_t raddr, uint32_t rkey, uint64_t wr_id, int flags);
+/* One receive of [off, off+len) of b; on e's SRQ when it has one. */
 int ru_post_recv(struct ru_ep *e, const struct ru_buf *b, size_t off,
 		 size_t len, uint64_t wr_id);
+
+/*
+ * Post one send-queue WR through ibv_post_send() with the n SGEs sg (n
+ * may be 0: no SGE list at all). imm is the raw network-order immediate
+ * (used by the *_WITH_IMM opcodes only). 0 or a negative errno, whatever
+ * sign the provider used.
+ */
+int ru_post_sge(struct ibv_qp *qp, enum ibv_wr_opcode op,
+		const struct ibv_sge *sg, int n, uint64_t raddr, uint32_t rkey,
+		__be32 imm, unsigned int flags, uint64_t wr_id);
+/* One receive of [addr, addr+len) of mr, on srq when not NULL, else qp. */
+int ru_post_recv_mr(struct ibv_qp *qp, struct ibv_srq *srq,
+		    const struct ibv_mr *mr, void *addr, uint32_t len,
+		    uint64_t wr_id);
 
 /*
  * Poll one completion with a bound: 1 got one, 0 timed out, <0 poll error.
@@ -192,6 +264,47 @@ int ru_poll_n(struct ibv_cq *cq, struct ibv_wc *wcs, int n, int timeout_ms);
 /* Poll one completion and require IBV_WC_SUCCESS and the given wr_id. */
 int ru_expect_success(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *wc,
 		      int timeout_ms);
+
+/*
+ * A completion as the tests look at it, from either CQ kind (an ibv_cq or
+ * an ibv_cq_ex created with RU_CQX_FLAGS). imm is the raw network-order
+ * immediate (of an ibv_cq_ex: 0 unless wc_flags has IBV_WC_WITH_IMM).
+ */
+struct ru_wc {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t byte_len;
+	__be32 imm;
+	unsigned int wc_flags;
+	uint32_t qp_num;
+	uint32_t vendor_err;
+};
+
+void ru_wc_from(struct ru_wc *w, const struct ibv_wc *wc);
+/* The entry of an ibv_cq_ex between ibv_start_poll() and ibv_end_poll(). */
+void ru_wc_from_ex(struct ru_wc *w, struct ibv_cq_ex *cq);
+/* Poll one completion of an ibv_cq_ex: 1 got one, 0 timed out, <0 error. */
+int ru_poll_ex(struct ibv_cq_ex *cq, struct ru_wc *w, int timeout_ms);
+/* The same on e's receive CQ (whichever kind) or send CQ. */
+int ru_poll_recv(struct ru_ep *e, struct ru_wc *w, int timeout_ms);
+int ru_poll_send(struct ru_ep *e, struct ru_wc *w, int timeout_ms);
+const char *ru_wc_opcode_str(enum ibv_wc_opcode op);
+/* "wr 5 RECV_RDMA_WITH_IMM(129) success len 12 flags 0x3 imm 0x01020304 ..." */
+const char *ru_wc_str(const struct ru_wc *w, char *buf, size_t n);
+
+/* ---- async events ------------------------------------------------------ */
+
+/* Make ctx's async_fd non-blocking (ru_get_async() polls it). */
+int ru_async_nonblock(struct ibv_context *ctx);
+/*
+ * Wait up to timeout_ms for one async event: 1 with *ev filled (already
+ * acked; the element pointers stay valid), 0 none.
+ */
+int ru_get_async(struct ibv_context *ctx, struct ibv_async_event *ev,
+		 int timeout_ms);
+
+/* ---- QP state ---------------------------------------------------------- */
 
 /* Current QP state (IBV_QPS_*) or <0. */
 int ru_qp_state(struct ibv_qp *qp);
@@ -211,7 +324,9 @@ int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
 
 /*
  * Wait for one specific CM event; address changes and TIMEWAIT_EXIT are
- * skipped, REJECTED fails with -ECONNREFUSED, any other with -ECONNABORTED.
+ * skipped, REJECTED fails with -ECONNREFUSED, UNREACHABLE with
+ * -EHOSTUNREACH, ADDR/ROUTE_ERROR with -EADDRNOTAVAIL, any other with
+ * -ECONNABORTED.
  */
 int ru_wait_cm_event(struct rdma_event_channel *ch,
 		     enum rdma_cm_event_type want, int timeout_ms,
@@ -223,18 +338,104 @@ struct rdma_event_channel *ru_new_channel(void);
 /* Drain pending events of an ep's channel, updating its flags. */
 void ru_ep_pump_events(struct ru_ep *e);
 
-/* ---- a tiny control protocol over Sends (interop) ---------------------- */
+/* ---- the pair topology (two VMs) ---------------------------------------- */
+
+/*
+ * SIWX_ROLE: 'a' (listens on SIWX_LOCAL) or 'b' (connects from SIWX_LOCAL
+ * to SIWX_PEER, retrying while a boots); 0 when neither.
+ */
+int ru_pair_role(void);
+/*
+ * Which module runs in VM a (vm 0) or b (vm 1), from SIWX_PAIR_ORDER
+ * (ours-ours, ours-upstream, upstream-ours): 1 ours, 0 upstream, -1
+ * unknown.
+ */
+int ru_pair_kind(int vm);
+
+/* ---- a tiny control protocol over Sends (the pair suites) ------------- */
 
 struct ru_msg {
-	uint32_t magic;
-	uint32_t type;
-	uint64_t addr;
-	uint64_t len;
-	uint64_t seed;
-	uint32_t rkey;
-	uint32_t status;
+	uint32_t magic;		/* RU_MSG_MAGIC */
+	uint32_t type;		/* the suite's message types */
+	uint64_t addr;		/* a region of the sender's ... */
+	uint64_t len;		/* ... its length */
+	uint64_t seed;		/* ... the seed of its pattern */
+	uint32_t rkey;		/* ... its rkey */
+	uint32_t status;	/* verdicts: failures seen by the sender */
+	uint64_t value;		/* a value (e.g. of a target word) */
+	uint64_t addr2;		/* a second region (e.g. a log) ... */
+	uint32_t rkey2;		/* ... its rkey */
+	uint32_t cap;		/* e.g. the sender's device atomic_cap */
+	uint32_t count;		/* e.g. iterations */
+	uint32_t pad;
 };
 
 #define RU_MSG_MAGIC	0x73697778u	/* "siwx" */
+
+/*
+ * The message side of a connection: nslot receive slots of slot bytes
+ * (rx), posted from before the connection is accepted/established, and
+ * a staging buffer of txlen bytes for what is sent (tx). Every Send the
+ * peer makes lands in a slot, in the order both sides know.
+ */
+struct ru_chan {
+	struct ru_buf rx, tx;
+	int nslot;
+	size_t slot;
+	size_t txlen;
+	int access;		/* of both buffers */
+	uint64_t next_id;	/* wr_id of the next Send */
+};
+
+/*
+ * Set the channel's geometry and make caps post its receives (caps->on_qp
+ * = ru_chan_prepost, max_recv_wr = nslot + 2). A suite that needs more in
+ * on_qp calls ru_chan_prepost() from its own.
+ */
+void ru_chan_caps(struct ru_caps *caps, struct ru_chan *ch, int nslot,
+		  size_t slot, size_t txlen, int access);
+/*
+ * on_qp: allocate rx and tx in e's PD (freeing those of an earlier
+ * attempt), post the nslot receives
+ */
+int ru_chan_prepost(struct ru_ep *e, void *chan);
+void ru_chan_free(struct ru_chan *ch);
+
+/* Send tx[0, len) and wait (timeout_ms) for its successful completion. */
+int ru_chan_send_tx(struct ru_ep *e, struct ru_chan *ch, size_t len,
+		    int timeout_ms);
+/*
+ * Wait for the next Send of the peer: *slot is its receive slot, wc its
+ * completion (IBV_WC_SUCCESS and a slot wr_id checked). Hand the slot
+ * back with ru_chan_release().
+ */
+int ru_chan_next(struct ru_ep *e, struct ru_chan *ch, struct ibv_wc *wc,
+		 uint8_t **slot, int timeout_ms);
+int ru_chan_release(struct ru_ep *e, struct ru_chan *ch, uint64_t slot);
+/* m (magic set here) as one Send; waits for its completion */
+int ru_msg_send(struct ru_ep *e, struct ru_chan *ch, const struct ru_msg *m,
+		int timeout_ms);
+/* The next Send of the peer: a struct ru_msg of this type, or an error. */
+int ru_msg_recv(struct ru_ep *e, struct ru_chan *ch, uint32_t type,
+		struct ru_msg *m, int timeout_ms);
+
+/*
+ * One message each way, the initiator (b, the MPA initiator) first, as
+ * iWARP requires when no RTR is negotiated (upstream siw: peer_to_peer
+ * off); a responder FPDU that reaches upstream siw together with the MPA
+ * Reply makes the initiator fail the connect ("extra data after MPA
+ * Reply").
+ *
+ * The initiator waits RU_FIRST_SEND_DELAY_US before its first Send:
+ * upstream siw_accept() sends the MPA Reply before it hooks the socket to
+ * the QP, and an FPDU arriving in that window is never processed (no
+ * later data_ready upcall), leaving both sides waiting. That responder
+ * race is a bug of its own, not an interoperability question, so the
+ * pair suites step around it.
+ */
+#define RU_FIRST_SEND_DELAY_US	500000
+int ru_msg_exchange(struct ru_ep *e, struct ru_chan *ch, int initiator,
+		    const struct ru_msg *mine, struct ru_msg *peer,
+		    int timeout_ms);
 
 #endif /* SIWX_RDMA_UTIL_H */

@@ -21,39 +21,30 @@ static void __attribute__((constructor)) siwx_line_buffered(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
-/* ASSERT that a rdma_util call returned 0, logging ru_errmsg() if not. */
-#define RU_ASSERT_OK(expr) do {						\
+/* check (ASSERT_EQ or EXPECT_EQ) that a rdma_util call returned 0 */
+#define RU_CHECK_OK(check, expr) do {					\
 	int __ru_rc = (expr);						\
 	if (__ru_rc)							\
 		TH_LOG("%s -> %d: %s", #expr, __ru_rc, ru_errmsg());	\
-	ASSERT_EQ(0, __ru_rc);						\
+	check(0, __ru_rc);						\
 } while (0)
 
-#define RU_EXPECT_OK(expr) do {						\
-	int __ru_rc = (expr);						\
-	if (__ru_rc)							\
-		TH_LOG("%s -> %d: %s", #expr, __ru_rc, ru_errmsg());	\
-	EXPECT_EQ(0, __ru_rc);						\
-} while (0)
-
-/* ASSERT that [p, p+n) holds the pattern of seed, logging the first diff. */
-#define RU_ASSERT_PATTERN(p, n, seed, what) do {			\
+/* check that [p, p+n) holds the pattern of seed, logging the first diff */
+#define RU_CHECK_PATTERN(check, p, n, seed, what) do {			\
 	long __ru_at = ru_check((p), (n), (seed));			\
 	if (__ru_at >= 0)						\
 		TH_LOG("%s: first mismatch at byte %ld of %zu "		\
 		       "(seed 0x%llx)", (what), __ru_at, (size_t)(n),	\
 		       (unsigned long long)(seed));			\
-	ASSERT_EQ(-1, __ru_at);						\
+	check(-1, __ru_at);						\
 } while (0)
 
-#define RU_EXPECT_PATTERN(p, n, seed, what) do {			\
-	long __ru_at = ru_check((p), (n), (seed));			\
-	if (__ru_at >= 0)						\
-		TH_LOG("%s: first mismatch at byte %ld of %zu "		\
-		       "(seed 0x%llx)", (what), __ru_at, (size_t)(n),	\
-		       (unsigned long long)(seed));			\
-	EXPECT_EQ(-1, __ru_at);						\
-} while (0)
+#define RU_ASSERT_OK(expr)	RU_CHECK_OK(ASSERT_EQ, expr)
+#define RU_EXPECT_OK(expr)	RU_CHECK_OK(EXPECT_EQ, expr)
+#define RU_ASSERT_PATTERN(p, n, seed, what) \
+	RU_CHECK_PATTERN(ASSERT_EQ, p, n, seed, what)
+#define RU_EXPECT_PATTERN(p, n, seed, what) \
+	RU_CHECK_PATTERN(EXPECT_EQ, p, n, seed, what)
 
 /* Poll one completion, require success and wr_id. */
 #define RU_ASSERT_WC_OK(cq, wr_id, wcp) \
