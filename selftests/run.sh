@@ -74,7 +74,8 @@ RES=${SIWX_RESULTS_DIR:-$SELFTEST_DIR/results/$STAMP}
 VM_TIMEOUT=${SIWX_VM_TIMEOUT:-1800}
 PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-600}
 VMRUN=$TOP/tools/vm/run
-KERNEL_PROBLEMS='Oops|BUG:|WARNING:|refcount_t|general protection fault|Kernel panic|KASAN:|UBSAN:|blocked for more than|stall|lockup'
+# shellcheck source=../tools/vm/kernel-problems.sh
+. "$TOP/tools/vm/kernel-problems.sh"
 
 single=() pair=() single_up=() RUN_BENCH=0
 for s in "${SEL[@]}"; do
