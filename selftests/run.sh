@@ -74,8 +74,6 @@ RES=${SIWX_RESULTS_DIR:-$SELFTEST_DIR/results/$STAMP}
 VM_TIMEOUT=${SIWX_VM_TIMEOUT:-1800}
 PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-600}
 VMRUN=$TOP/tools/vm/run
-# shellcheck source=../tools/vm/kernel-problems.sh
-. "$TOP/tools/vm/kernel-problems.sh"
 
 single=() pair=() single_up=() RUN_BENCH=0
 for s in "${SEL[@]}"; do
@@ -151,6 +149,7 @@ tail_diag() {
 }
 
 # report SUITE-LABEL TAPFILE: per-test lines; diagnostics of failures.
+# The one place that reads TAP.
 report() {
 	local label=$1 tap=$2 line diag=() planned=0 seen=0 name reason
 	if [ ! -s "$tap" ]; then
@@ -201,26 +200,24 @@ report() {
 	fi
 }
 
-# vm_verdict LABEL DIR RC: the VM-level result as a test of its own. The
-# guest's verdict file (written last by tools/vm/guest-run) decides: it is
-# PASS only for a clean run (no kernel problem in dmesg, teardown and rmmod
-# fine, no guest-side timeout); it is missing when the guest died or hung.
+# vm_verdict LABEL DIR RC [WHAT]: the VM-level result as a test of its own,
+# from the verdict tools/vm/run wrote (DIR/vm-verdict: PASS only for a
+# clean run: no kernel problem in dmesg, teardown and rmmod fine, no
+# timeout, the guest alive to the end); the kernel problem lines are shown
+# with the suite that was running then.
 vm_verdict() {
-	local label=$1 dir=$2 rc=$3 what=${4:-} v
-	v=$(head -n 1 "$dir/verdict" 2>/dev/null)
-	if [ "$v" = PASS ]; then
+	local label=$1 dir=$2 rc=$3 what=${4:-} log=$2.log
+	case $dir in */a|*/b) log=${dir%/*}.log ;; esac
+	if [ "$(head -n 1 "$dir/vm-verdict" 2>/dev/null)" = PASS ]; then
 		pass "vm.$label.clean"
 		return
 	fi
 	fail "vm.$label.clean (${what:+$what, }tools/vm/run exit $rc)"
-	if [ -s "$dir/verdict" ]; then
-		tail -n +2 "$dir/verdict" | sed 's/^/        /'
+	if [ -s "$dir/vm-verdict" ]; then
+		tail -n +2 "$dir/vm-verdict" | sed 's/^/        /'
 	else
-		echo "        no verdict: the guest died, hung or timed out"
-	fi
-	if [ ! -s "$dir/problems.txt" ] && [ -s "$dir/console.log" ]; then
-		# a guest that died leaves no dmesg.txt: show the console
-		grep -E "$KERNEL_PROBLEMS" "$dir/console.log" | head -n 6 | sed 's/^/        /'
+		echo "        tools/vm/run gave no verdict (exit $rc); the end of $log:"
+		tail -n 6 "$log" 2>/dev/null | sed 's/^/        /'
 	fi
 	if [ -s "$dir/problems.txt" ]; then
 		echo "        kernel problem lines (dmesg.txt), with the suite running then:"
