@@ -23,16 +23,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 RES=${SIWX_RESULTS:-/results}
 
-# The guest sees the host's /tmp under /run/host-tmp (tools/vm/run).
-hostpath() {
-	local p=$1
-	if [ ! -e "$p" ] && [ -e "/run/host-tmp/${p#/tmp/}" ]; then
-		p=/run/host-tmp/${p#/tmp/}
-	fi
-	echo "$p"
-}
-BIN=$(hostpath "${SIWX_BIN:-$TOP/build/selftests/bin}")
-STOCK=$(hostpath "${SIWX_STOCK_BIN:-$TOP/build/selftests/stock}")
+BIN=${SIWX_BIN:-$TOP/build/selftests/bin}
+STOCK=${SIWX_STOCK_BIN:-$TOP/build/selftests/stock}
 export SIWX_BIN=$BIN
 
 kmsg() { echo "siwx-selftest: $*" > /dev/kmsg 2>/dev/null; }

@@ -131,9 +131,6 @@ if [ ${#pair[@]} -gt 0 ]; then
 		precheck bin.imm_probe "$SELFTEST_DIR/bin/imm_probe" ;;
 	esac
 fi
-case $SELFTEST_DIR in
-/tmp/*) echo "run.sh: warning: SELFTEST_DIR under /tmp is not at the same path in the guest" >&2 ;;
-esac
 
 echo "siwx selftests: module $SIWX_MODULE"
 [ ${#pair[@]} -eq 0 ] || echo "siwx selftests: upstream module $SIWX_UPSTREAM_MODULE"
@@ -229,9 +226,16 @@ vm_verdict() {
 	fi
 }
 
+# vm_opts: tools/vm/run options of every boot
 vm_opts() {
 	[ "${SIWX_VERBOSE:-0}" = 1 ] || echo --quiet
+	# the build outputs the guests need, at their host paths
+	local p
+	for p in "$SELFTEST_DIR" "$RDMA_PREFIX"; do
+		[ ! -e "$p" ] || printf '%s\n' --share "$p"
+	done
 }
+mapfile -t VM_OPTS < <(vm_opts)
 
 T_START=$(date +%s)
 guest_env="SIWX_BIN=$SELFTEST_DIR/bin SIWX_STOCK_BIN=$SELFTEST_DIR/stock"
@@ -245,8 +249,7 @@ if [ ${#single[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 	dir=$RES/single
 	echo "--- single VM: ${single[*]} (module $(basename "$(dirname "$SIWX_MODULE")")/$(basename "$SIWX_MODULE"))"
 	t0=$(date +%s)
-	# shellcheck disable=SC2046
-	"$VMRUN" $(vm_opts) --module "$SIWX_MODULE" --timeout "$VM_TIMEOUT" --out "$dir" \
+	"$VMRUN" "${VM_OPTS[@]}" --module "$SIWX_MODULE" --timeout "$VM_TIMEOUT" --out "$dir" \
 		-- "$guest_env $HERE/guest.sh ${single[*]}" > "$dir.log" 2>&1
 	rc=$?
 	echo "    (${single[*]}: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
@@ -264,8 +267,7 @@ if [ ${#single_up[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 	dir=$RES/single-upstream
 	echo "--- single VM, upstream module: ${single_up[*]} ($SIWX_UPSTREAM_MODULE)"
 	t0=$(date +%s)
-	# shellcheck disable=SC2046
-	"$VMRUN" $(vm_opts) --module "$SIWX_UPSTREAM_MODULE" --timeout "$VM_TIMEOUT" --out "$dir" \
+	"$VMRUN" "${VM_OPTS[@]}" --module "$SIWX_UPSTREAM_MODULE" --timeout "$VM_TIMEOUT" --out "$dir" \
 		-- "$guest_env $HERE/guest.sh ${single_up[*]}" > "$dir.log" 2>&1
 	rc=$?
 	echo "    (${single_up[*]}: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
@@ -296,8 +298,7 @@ if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 		echo "--- pair $order (a: $ma, b: $mb): ${psuites[*]}"
 		t0=$(date +%s)
 		cmd="$guest_env SIWX_PAIR_ORDER=$order $HERE/guest.sh ${psuites[*]}"
-		# shellcheck disable=SC2046
-		"$VMRUN" $(vm_opts) --pair --module "$ma" --peer-module "$mb" \
+		"$VMRUN" "${VM_OPTS[@]}" --pair --module "$ma" --peer-module "$mb" \
 			--timeout "$PAIR_TIMEOUT" --out "$dir" --peer-cmd "$cmd" -- "$cmd" \
 			> "$dir.log" 2>&1
 		rc=$?

@@ -13,10 +13,6 @@
 
 set -u
 MOD=${SIWX_MODULE_PATH:-${SIWX_MODULE:-}}
-# the guest sees the host's /tmp under /run/host-tmp
-if [ -n "$MOD" ] && [ ! -e "$MOD" ] && [ -e "/run/host-tmp/${MOD#/tmp/}" ]; then
-	MOD=/run/host-tmp/${MOD#/tmp/}
-fi
 
 echo "TAP version 13"
 echo "1..4"
