@@ -3,25 +3,32 @@
 #
 # selftests/run.sh - host-side runner of the siwx selftests (`make check`).
 #
-#   selftests/run.sh [-l|--list] [-h|--help] [SUITE...]
+#   selftests/run.sh [-l|--list] [--table] [-n|--dry-run] [-h|--help] [SUITE...]
 #
-# Builds nothing (the Makefile does). Boots as few VMs as possible through
-# tools/vm/run:
-#   - one single-VM boot with SIWX_MODULE for every selected single-VM suite
-#     (basic, basic-stock, fixes, term_wire, perftest, identity);
-#   - one single-VM boot with SIWX_UPSTREAM_MODULE for the suites that need
-#     upstream in that topology (rsockets_upstream);
-#   - for interop, two pair boots: SIWX_MODULE in VM a vs
-#     SIWX_UPSTREAM_MODULE in VM b, then swapped;
-#   - for atomic_pair, the same two boots plus one with SIWX_MODULE in
-#     both VMs (SIWX_PAIR_ORDER=ours-upstream|upstream-ours|ours-ours).
-# Collects the TAP of every suite, prints one line per test (failing tests
-# with their diagnostics) and ends with exactly one line
+# The suites are the folders of selftests/, each described by its settings
+# file (selftests/lib/suites.sh; Documentation/testing.md, "Adding a
+# test"). Builds nothing (the Makefile does). Boots as few VMs as possible
+# through tools/vm/run:
+#   - one single-VM boot with SIWX_MODULE for every selected suite of
+#     topology single;
+#   - one single-VM boot with SIWX_UPSTREAM_MODULE for topology
+#     single-upstream;
+#   - one pair boot per pair order that a selected pair suite names
+#     (ours-upstream: SIWX_MODULE in VM a, SIWX_UPSTREAM_MODULE in VM b;
+#     upstream-ours; ours-ours; ...), running the pair suites that name it
+#     (SIWX_PAIR_ORDER tells the guests which boot it is);
+# and then runs the host suites. Collects the TAP of every suite, prints
+# one line per test (failing tests with their diagnostics) and ends with
+# exactly one line
 #   N passed, N failed[, N skipped]
 # Exit status 0 only when nothing failed. A VM-level problem (kernel
 # WARNING/Oops/..., failed rmmod or teardown, timeout, dead guest) counts as
 # a failed test of its own ("vm.<run>.clean"); so do tests missing from a
-# truncated TAP stream.
+# truncated TAP stream, and a host suite's non-zero exit ("SUITE.run").
+#
+#   --list     the suite names, in the order of a default run
+#   --table    the suite table of Documentation/testing.md, from the settings
+#   --dry-run  boot nothing: print the boots and the exact guest commands
 #
 # Environment (defaults relative to the repository):
 #   SIWX_MODULE           module under test          (build/siwx/siw.ko)
@@ -32,37 +39,69 @@
 #   SIWX_VM_TIMEOUT       single-VM limit, seconds (1800)
 #   SIWX_PAIR_TIMEOUT     limit of each pair boot, seconds (600)
 #   SIWX_VERBOSE=1        stream the VM consoles
+#   Every other SIWX_* variable (e.g. SIWX_IMM_FLUSH_ROUNDS=12,
+#   SIWX_SUITE_TIMEOUT_<suite>), and the variables the selected suites
+#   declare (env=), reach the suites in the guest.
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
+# shellcheck source=lib/suites.sh
+. "$HERE/lib/suites.sh"
 
-SINGLE_SUITES=(basic basic-stock fixes usq term_wire perftest identity stress kulp rawpeer atomic atomic_wire imm imm_wire rsockets mpa)
-# single-VM suites that need the unmodified upstream module: one more boot
-# with SIWX_UPSTREAM_MODULE (rsockets_upstream: rsockets' fallback path)
-UPSTREAM_SUITES=(rsockets_upstream)
-PAIR_SUITES=(interop atomic_pair imm_probe mpa_pair)
-# what runs without arguments (stress is opt-in: slow, and it still finds
-# a rare upstream bug)
-DEFAULT_SUITES=(basic basic-stock fixes usq term_wire perftest identity kulp rawpeer atomic atomic_wire imm imm_wire rsockets mpa rsockets_upstream interop atomic_pair imm_probe mpa_pair bench)
+# The runner's and the VM harness's own variables, and those the guest sets
+# itself: never passed on to the suites.
+RUNNER_VARS='^SIWX_(MODULE|UPSTREAM_MODULE|RESULTS_DIR|VM_[A-Z0-9_]*|PAIR_TIMEOUT|VERBOSE|BIN|STOCK_BIN|PAIR_ORDER|GUEST_DRY_RUN|ROLE|RESULTS|TOP|LOCAL|PEER|ADDR[0-9]|DEV[0-9]|NETDEV[0-9]|NETNS[0-9])$'
 
 usage() {
-	sed -n '/^#   selftests\/run.sh/,/^#   SIWX_VERBOSE/s/^# \{0,1\}//p' "$0"
+	sed -n '/^#   selftests\/run.sh/,/^#   declare (env=)/s/^# \{0,1\}//p' "$0"
 	echo
-	echo "Suites: ${SINGLE_SUITES[*]} ${UPSTREAM_SUITES[*]} ${PAIR_SUITES[*]} bench (host side: BENCH=quick + report check)"
-	echo "Default: ${DEFAULT_SUITES[*]}"
+	echo "Suites: ${ALL[*]}"
+	echo "Default: ${DEFAULT[*]}"
 }
 
-SEL=()
+if ! suites_load "$HERE"; then
+	printf 'run.sh: %s\n' "${SUITE_ERRORS[@]}" >&2
+	exit 2
+fi
+# every suite by place, then name; the default run
+mapfile -t ALL < <(for s in "${SUITE_NAMES[@]}"; do
+	echo "${SUITE[$s:order]} $s"; done | LC_ALL=C sort -k1,1n -k2,2 | cut -d' ' -f2)
+DEFAULT=()
+for s in "${ALL[@]}"; do
+	[ "${SUITE[$s:default]}" = off ] || DEFAULT+=("$s")
+done
+
+# table: the suite table of Documentation/testing.md
+table() {
+	local s where t
+	echo "| suite | settings | runs in | timeout | default |"
+	echo "|---|---|---|---|---|"
+	for s in "${ALL[@]}"; do
+		case ${SUITE[$s:topology]} in
+		single) where="single VM" ;;
+		single-upstream) where="single VM, upstream module" ;;
+		pair) where="pair: ${SUITE[$s:pairs]// /, }" ;;
+		host) where="host" ;;
+		esac
+		t=${SUITE[$s:timeout]}
+		[ "$t" = 0 ] && t=none || t="$t s"
+		echo "| \`$s\` | \`${SUITE[$s:file]#"$TOP"/}\` | $where | $t | ${SUITE[$s:default]} |"
+	done
+}
+
+SEL=() DRY=0
 for a in "$@"; do
 	case $a in
 	-h|--help) usage; exit 0 ;;
-	-l|--list) printf '%s\n' "${SINGLE_SUITES[@]}" "${UPSTREAM_SUITES[@]}" "${PAIR_SUITES[@]}" bench; exit 0 ;;
+	-l|--list) printf '%s\n' "${ALL[@]}"; exit 0 ;;
+	--table) table; exit 0 ;;
+	-n|--dry-run) DRY=1 ;;
 	-*) echo "run.sh: unknown option $a" >&2; usage >&2; exit 2 ;;
 	*) SEL+=("$a") ;;
 	esac
 done
-[ ${#SEL[@]} -gt 0 ] || SEL=("${DEFAULT_SUITES[@]}")
+[ ${#SEL[@]} -gt 0 ] || SEL=("${DEFAULT[@]}")
 
 abs() { (cd "$(dirname "$1")" 2>/dev/null && echo "$(pwd -P)/$(basename "$1")") || echo "$1"; }
 SIWX_MODULE=$(abs "${SIWX_MODULE:-$TOP/build/siwx/siw.ko}")
@@ -74,16 +113,88 @@ RES=${SIWX_RESULTS_DIR:-$SELFTEST_DIR/results/$STAMP}
 VM_TIMEOUT=${SIWX_VM_TIMEOUT:-1800}
 PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-600}
 VMRUN=$TOP/tools/vm/run
+SUITE_BIN=$SELFTEST_DIR/bin SUITE_STOCK=$SELFTEST_DIR/stock SUITE_KMOD=$SELFTEST_DIR/kmod
+SUITE_TOOLS=$TOP/build/tools SUITE_TOP=$TOP
 
-single=() pair=() single_up=() RUN_BENCH=0
+single=() single_up=() pair=() host=()
 for s in "${SEL[@]}"; do
-	[ "$s" = bench ] && { RUN_BENCH=1; continue; }
-	case " ${SINGLE_SUITES[*]} " in *" $s "*) single+=("$s"); continue ;; esac
-	case " ${UPSTREAM_SUITES[*]} " in *" $s "*) single_up+=("$s"); continue ;; esac
-	case " ${PAIR_SUITES[*]} " in *" $s "*) pair+=("$s"); continue ;; esac
-	echo "run.sh: unknown suite '$s' (run.sh --list)" >&2
-	exit 2
+	if [ -z "${SUITE[$s:file]+x}" ]; then
+		echo "run.sh: unknown suite '$s' (run.sh --list)" >&2
+		exit 2
+	fi
+	case ${SUITE[$s:topology]} in
+	single) single+=("$s") ;;
+	single-upstream) single_up+=("$s") ;;
+	pair) pair+=("$s") ;;
+	host) host+=("$s") ;;
+	esac
 done
+# the pair boots: every order a selected pair suite names
+orders=()
+for o in $SUITE_PAIR_ORDERS; do
+	for s in "${pair[@]}"; do
+		case " ${SUITE[$s:pairs]} " in *" $o "*) orders+=("$o"); break ;; esac
+	done
+done
+module_of() {	# ours|upstream
+	if [ "$1" = ours ]; then echo "$SIWX_MODULE"; else echo "$SIWX_UPSTREAM_MODULE"; fi
+}
+uses_upstream=0
+[ ${#single_up[@]} -eq 0 ] || uses_upstream=1
+case " ${orders[*]} " in *upstream*) uses_upstream=1 ;; esac
+
+# ---------------------------------------------------------------- guest command
+# guest_cmd VAR ORDER SUITE...: into VAR, the shell command line the guest
+# runs: guest.sh SUITE... with the suites' environment as assignments, each
+# value quoted. That is every SIWX_* variable that is not the runner's, and
+# the variables the suites declare (env=).
+guest_cmd() {
+	local -n out=$1
+	local order=$2 v declared= vars; shift 2
+	printf -v out '%s=%q ' SIWX_BIN "$SELFTEST_DIR/bin" SIWX_STOCK_BIN "$SELFTEST_DIR/stock" \
+		RDMA_PREFIX "$RDMA_PREFIX"
+	[ -z "$order" ] || out+="SIWX_PAIR_ORDER=$order "
+	for v in "$@"; do declared+=" ${SUITE[$v:env]}"; done
+	for v in $(compgen -e); do
+		case $v in
+		RDMA_PREFIX) continue ;;
+		SIWX_*) [[ $v =~ $RUNNER_VARS ]] && continue ;;
+		*) case "$declared " in *" $v "*) ;; *) continue ;; esac ;;
+		esac
+		printf -v vars '%s=%q ' "$v" "${!v}"
+		out+=$vars
+	done
+	printf -v vars '%q ' "$HERE/guest.sh" "$@"
+	out+=${vars% }
+}
+
+if [ "$DRY" = 1 ]; then
+	if [ ${#single[@]} -gt 0 ]; then
+		guest_cmd cmd '' "${single[@]}"
+		echo "boot single (module $SIWX_MODULE, limit ${VM_TIMEOUT}s): ${single[*]}"
+		echo "  guest: $cmd"
+	fi
+	if [ ${#single_up[@]} -gt 0 ]; then
+		guest_cmd cmd '' "${single_up[@]}"
+		echo "boot single-upstream (module $SIWX_UPSTREAM_MODULE, limit ${VM_TIMEOUT}s): ${single_up[*]}"
+		echo "  guest: $cmd"
+	fi
+	for order in "${orders[@]}"; do
+		psuites=()
+		for s in "${pair[@]}"; do
+			case " ${SUITE[$s:pairs]} " in *" $order "*) psuites+=("$s") ;; esac
+		done
+		guest_cmd cmd "$order" "${psuites[@]}"
+		echo "boot pair-$order (a: $(module_of "${order%-*}"), b: $(module_of "${order#*-}"), limit ${PAIR_TIMEOUT}s): ${psuites[*]}"
+		echo "  guest: $cmd"
+	done
+	for s in "${host[@]}"; do
+		suite_expand "$s" "${SUITE[$s:cmd]}"
+		t=${SUITE[$s:timeout]}; [ "$t" != 0 ] && t="${t}s" || t=none
+		echo "host $s (limit $t): $REPLY"
+	done
+	exit 0
+fi
 
 mkdir -p "$RES" || { echo "run.sh: cannot create $RES" >&2; exit 2; }
 RES=$(cd "$RES" && pwd -P)
@@ -95,8 +206,12 @@ fail() { FAIL=$((FAIL + 1)); echo "FAIL  $1"; }
 skip() { SKIP=$((SKIP + 1)); echo "SKIP  $1: $2"; }
 
 # ---------------------------------------------------------------- checks
-PRE_OK=1
+# What the selected suites need (their cmd and needs=) must exist before
+# anything boots; each is a failed "setup.*" test when it does not.
+PRE_OK=1 CHECKED=' '
 precheck() {	# WHAT PATH
+	case $CHECKED in *" $1 "*) return ;; esac
+	CHECKED+="$1 "
 	if [ ! -e "$2" ]; then
 		fail "setup.$1 ($2 missing: run 'make check' or build it first)"
 		PRE_OK=0
@@ -104,36 +219,24 @@ precheck() {	# WHAT PATH
 }
 precheck vm-harness "$VMRUN"
 precheck module "$SIWX_MODULE"
-for s in "${single[@]}"; do
-	case $s in
-	basic|fixes|usq|stress) precheck "bin.$s" "$SELFTEST_DIR/bin/$s" ;;
-	term_wire) precheck bin.term_peer "$SELFTEST_DIR/bin/term_peer" ;;
-	rawpeer) precheck bin.raw_server "$SELFTEST_DIR/bin/raw_server"
-		precheck tool.mpa-peer "$TOP/build/tools/mpa-peer/mpa-peer" ;;
-	basic-stock) precheck bin.stock.basic "$SELFTEST_DIR/stock/basic" ;;
-	atomic) precheck bin.atomic "$SELFTEST_DIR/bin/atomic" ;;
-	atomic_wire) precheck bin.atomic_peer "$SELFTEST_DIR/bin/atomic_peer" ;;
-	imm) precheck bin.imm "$SELFTEST_DIR/bin/imm" ;;
-	imm_wire) precheck bin.imm_peer "$SELFTEST_DIR/bin/imm_peer" ;;
-	kulp) precheck kmod.siwx_ktest "$SELFTEST_DIR/kmod/siwx_ktest.ko" ;;
-	esac
+[ "$uses_upstream" = 0 ] || precheck upstream-module "$SIWX_UPSTREAM_MODULE"
+for s in "${SEL[@]}"; do
+	for w in "${SUITE[$s:cmd]%% *}" ${SUITE[$s:needs]}; do
+		case $w in
+		'$DIR/'*) continue ;;	# in the source tree
+		'$BIN/'*) what=bin.${w#'$BIN/'} ;;
+		'$STOCK/'*) what=bin.stock.${w#'$STOCK/'} ;;
+		'$KMOD/'*) what=kmod.${w#'$KMOD/'}; what=${what%.ko} ;;
+		'$TOOLS/'*) what=tool.${w##*/} ;;
+		*) what=file.${w##*/} ;;
+		esac
+		suite_expand "$s" "$w"
+		precheck "$what" "$REPLY"
+	done
 done
-# the upstream single-VM boot needs it too (checked once)
-[ ${#single_up[@]} -eq 0 ] || [ ${#pair[@]} -gt 0 ] ||
-	precheck upstream-module "$SIWX_UPSTREAM_MODULE"
-if [ ${#pair[@]} -gt 0 ]; then
-	precheck upstream-module "$SIWX_UPSTREAM_MODULE"
-	precheck bin.interop "$SELFTEST_DIR/bin/interop"
-	case " ${pair[*]} " in *" atomic_pair "*)
-		precheck bin.atomic_pair "$SELFTEST_DIR/bin/atomic_pair" ;;
-	esac
-	case " ${pair[*]} " in *" imm_probe "*)
-		precheck bin.imm_probe "$SELFTEST_DIR/bin/imm_probe" ;;
-	esac
-fi
 
 echo "siwx selftests: module $SIWX_MODULE"
-[ ${#pair[@]} -eq 0 ] || echo "siwx selftests: upstream module $SIWX_UPSTREAM_MODULE"
+[ "$uses_upstream" = 0 ] || echo "siwx selftests: upstream module $SIWX_UPSTREAM_MODULE"
 echo "siwx selftests: results in $RES"
 
 # ---------------------------------------------------------------- TAP
@@ -238,66 +341,49 @@ vm_opts() {
 mapfile -t VM_OPTS < <(vm_opts)
 
 T_START=$(date +%s)
-guest_env="SIWX_BIN=$SELFTEST_DIR/bin SIWX_STOCK_BIN=$SELFTEST_DIR/stock"
-# the suites' own tunables reach the guest (e.g. SIWX_IMM_FLUSH_ROUNDS=12)
-for v in $(compgen -e | grep -E '^SIWX_(IMM_|ATOMIC_|STRESS_|KULP_|SUITE_TIMEOUT_|SEED$)'); do
-	guest_env+=" $v=${!v}"
-done
 
 # ---------------------------------------------------------------- single VM
-if [ ${#single[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
-	dir=$RES/single
-	echo "--- single VM: ${single[*]} (module $(basename "$(dirname "$SIWX_MODULE")")/$(basename "$SIWX_MODULE"))"
+# boot_single NAME MODULE WHAT SUITE...: one single-VM boot
+boot_single() {
+	local name=$1 module=$2 what=$3 dir=$RES/$1 t0 rc cmd s; shift 3
+	guest_cmd cmd '' "$@"
 	t0=$(date +%s)
-	"$VMRUN" "${VM_OPTS[@]}" --module "$SIWX_MODULE" --timeout "$VM_TIMEOUT" --out "$dir" \
-		-- "$guest_env $HERE/guest.sh ${single[*]}" > "$dir.log" 2>&1
+	"$VMRUN" "${VM_OPTS[@]}" --module "$module" --timeout "$VM_TIMEOUT" --out "$dir" \
+		-- "$cmd" > "$dir.log" 2>&1
 	rc=$?
-	echo "    (${single[*]}: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
-	for s in "${single[@]}"; do
+	echo "    ($*: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
+	for s in "$@"; do
 		report "$s" "$dir/$s.tap"
 		[ -s "$dir/$s.secs" ] && echo "    ($s: $(cat "$dir/$s.secs")s)"
 	done
-	vm_verdict single "$dir" "$rc"
+	vm_verdict "$name" "$dir" "$rc" "$what"
+}
+
+if [ ${#single[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
+	echo "--- single VM: ${single[*]} (module $(basename "$(dirname "$SIWX_MODULE")")/$(basename "$SIWX_MODULE"))"
+	boot_single single "$SIWX_MODULE" '' "${single[@]}"
 fi
 
-# ---------------------------------------------------------------- single VM, upstream
 # The same topology booted with the unmodified upstream module, for the
-# suites that check behaviour against it (UPSTREAM_SUITES).
+# suites that check behaviour against it (topology single-upstream).
 if [ ${#single_up[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
-	dir=$RES/single-upstream
 	echo "--- single VM, upstream module: ${single_up[*]} ($SIWX_UPSTREAM_MODULE)"
-	t0=$(date +%s)
-	"$VMRUN" "${VM_OPTS[@]}" --module "$SIWX_UPSTREAM_MODULE" --timeout "$VM_TIMEOUT" --out "$dir" \
-		-- "$guest_env $HERE/guest.sh ${single_up[*]}" > "$dir.log" 2>&1
-	rc=$?
-	echo "    (${single_up[*]}: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
-	for s in "${single_up[@]}"; do
-		report "$s" "$dir/$s.tap"
-		[ -s "$dir/$s.secs" ] && echo "    ($s: $(cat "$dir/$s.secs")s)"
-	done
-	vm_verdict single-upstream "$dir" "$rc" "upstream module"
+	boot_single single-upstream "$SIWX_UPSTREAM_MODULE" "upstream module" "${single_up[@]}"
 fi
 
 # ---------------------------------------------------------------- pairs
+# One boot per pair order; each runs the pair suites that name the order.
 if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
-	# atomic_pair also needs siwx in both VMs: one more boot, running
-	# only atomic_pair (SIWX_PAIR_ORDER tells the guests what runs where)
-	ours_ours=
-	case " ${pair[*]} " in *" atomic_pair "*) ours_ours=ours-ours ;; esac
-	for order in ours-upstream upstream-ours $ours_ours; do
-		if [ "$order" = ours-upstream ]; then
-			ma=$SIWX_MODULE mb=$SIWX_UPSTREAM_MODULE
-		else
-			ma=$SIWX_UPSTREAM_MODULE mb=$SIWX_MODULE
-		fi
-		psuites=("${pair[@]}")
-		if [ "$order" = ours-ours ]; then
-			ma=$SIWX_MODULE psuites=(atomic_pair)
-		fi
+	for order in "${orders[@]}"; do
+		ma=$(module_of "${order%-*}") mb=$(module_of "${order#*-}")
+		psuites=()
+		for s in "${pair[@]}"; do
+			case " ${SUITE[$s:pairs]} " in *" $order "*) psuites+=("$s") ;; esac
+		done
 		dir=$RES/pair-$order
 		echo "--- pair $order (a: $ma, b: $mb): ${psuites[*]}"
 		t0=$(date +%s)
-		cmd="$guest_env SIWX_PAIR_ORDER=$order $HERE/guest.sh ${psuites[*]}"
+		guest_cmd cmd "$order" "${psuites[@]}"
 		"$VMRUN" "${VM_OPTS[@]}" --pair --module "$ma" --peer-module "$mb" \
 			--timeout "$PAIR_TIMEOUT" --out "$dir" --peer-cmd "$cmd" -- "$cmd" \
 			> "$dir.log" 2>&1
@@ -313,19 +399,23 @@ if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 	done
 fi
 
-# ---------------------------------------------------------------- bench
-# The benchmark harness in quick mode: proves that it produces every row
-# (tools/bench/check-report.sh); it never asserts on speed.
-if [ "$RUN_BENCH" = 1 ] && [ "$PRE_OK" = 1 ]; then
-	echo "--- bench (BENCH=quick): harness check, no speed assertions"
-	t0=$(date +%s)
-	BENCH=quick BENCH_QUIET=1 BENCH_OUT=$RES/bench KVER=${KVER:-} \
-		"$TOP/tools/bench/bench.sh" > "$RES/bench.log" 2>&1
-	rc=$?
-	echo "    (bench: $(( $(date +%s) - t0 ))s, bench.sh exit $rc, log $RES/bench.log)"
-	[ $rc = 0 ] || fail "bench.run (bench.sh exit $rc; see $RES/bench.log)"
-	"$TOP/tools/bench/check-report.sh" "$RES/bench" > "$RES/bench.tap" 2>&1
-	report bench "$RES/bench.tap"
+# ---------------------------------------------------------------- host
+# Host suites run here, after the VMs: TAP on stdout into RES/SUITE.tap,
+# stderr into RES/SUITE.log; a non-zero exit is a failure of its own.
+if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
+	for s in "${host[@]}"; do
+		suite_expand "$s" "${SUITE[$s:cmd]}"
+		read -r -a hcmd <<< "$REPLY"
+		echo "--- host: $s (${hcmd[*]})"
+		t0=$(date +%s)
+		var=SIWX_SUITE_TIMEOUT_${s//-/_}
+		SIWX_RESULTS=$RES timeout -k 10 "${!var:-${SUITE[$s:timeout]}}" "${hcmd[@]}" \
+			> "$RES/$s.tap" 2> "$RES/$s.log" < /dev/null
+		rc=$?
+		echo "    ($s: $(( $(date +%s) - t0 ))s, ${hcmd[0]##*/} exit $rc, log $RES/$s.log)"
+		[ $rc = 0 ] || fail "$s.run (${hcmd[0]##*/} exit $rc; see $RES/$s.log)"
+		report "$s" "$RES/$s.tap"
+	done
 fi
 
 echo "siwx selftests: $(( $(date +%s) - T_START ))s; results in $RES"
