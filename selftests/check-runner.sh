@@ -1,0 +1,205 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# check-runner.sh - the test runner's own checks, on the host, without a VM
+# (`make -C selftests check-syntax` runs them). TAP; exit status 1 if a
+# check failed.
+#
+#   settings.valid           every suite's settings parse, name only known
+#                            keys, and its cmd and needs resolve
+#   env.reaches_guest        every variable a suite declares (env=) and any
+#                            other SIWX_* variable set on the host reaches
+#                            guest.sh, value intact, in every boot that
+#                            run.sh --dry-run shows
+#   env.runner_vars_stay     the runner's own variables do not (the guest
+#                            sets SIWX_MODULE & co. itself), and
+#                            SIWX_SUITE_TIMEOUT_<suite> sets the limit
+#   docs.suite_table         Documentation/testing.md's suite table is
+#                            run.sh --table
+#   kernel_problems.patterns tools/vm/kernel-problems.sh, the one definition,
+#                            catches the kernel's problem lines and passes
+#                            the boot's harmless ones
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+
+N=0 FAILED=0
+check() {	# NAME FUNCTION: one test; FUNCTION's output becomes diagnostics
+	local out rc
+	out=$("$2" 2>&1); rc=$?
+	N=$((N + 1))
+	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/# /'
+	if [ "$rc" = 0 ]; then
+		echo "ok $N $1"
+	else
+		echo "not ok $N $1"
+		FAILED=$((FAILED + 1))
+	fi
+}
+
+# shellcheck source=lib/suites.sh
+. "$HERE/lib/suites.sh"
+suites_load "$HERE"
+LOAD_RC=$?
+
+t_settings() {
+	local s w bad=0
+	if [ "$LOAD_RC" != 0 ]; then
+		printf '%s\n' "${SUITE_ERRORS[@]}"
+		return 1
+	fi
+	SUITE_BIN=/B SUITE_STOCK=/S SUITE_KMOD=/K SUITE_TOOLS=/T SUITE_TOP=$TOP
+	for s in "${SUITE_NAMES[@]}"; do
+		for w in ${SUITE[$s:cmd]%% *} ${SUITE[$s:needs]}; do
+			suite_expand "$s" "$w"
+			case $REPLY in
+			*'$'*) echo "$s: '$w': unknown \$variable"; bad=1 ;;
+			/[BSKT]/*) ;;	# build outputs
+			*) [ -x "$REPLY" ] || { echo "$s: $REPLY is not executable"; bad=1; } ;;
+			esac
+		done
+	done
+	return "$bad"
+}
+
+# the probe: every declared variable set to a value only quoting keeps intact
+PROBE_DIR=$(cd "$TMP" && pwd -P)
+probe_value() {	# VAR
+	case $1 in
+	RDMA_PREFIX) echo "$PROBE_DIR" ;;	# run.sh resolves it: an existing path
+	*) echo "probe $1: 'q' \"d\" \$x \\b & * ;" ;;
+	esac
+}
+declared_vars() {
+	local s
+	for s in "${SUITE_NAMES[@]}"; do echo ${SUITE[$s:env]}; done | tr ' ' '\n' | sort -u
+}
+
+# guest_env BOOTLINE: run the guest command of a run.sh --dry-run boot
+# with nothing of the probe in the environment, guest.sh in dry-run mode;
+# prints the environment guest.sh saw, as declare -x lines
+guest_env() {
+	local -a unset=()
+	local v
+	for v in $(declared_vars) SIWX_RUNNER_PROBE SIWX_MODULE SIWX_SUITE_TIMEOUT_identity; do
+		unset+=(-u "$v")
+	done
+	env "${unset[@]}" SIWX_GUEST_DRY_RUN=1 SIWX_RESULTS="$TMP" SIWX_ROLE=a bash -c "$1" < /dev/null
+}
+
+# dry_run: run.sh --dry-run of every suite with the probe set
+dry_run() {
+	local v
+	(
+		for v in $(declared_vars); do export "$v=$(probe_value "$v")"; done
+		export SIWX_RUNNER_PROBE="$(probe_value SIWX_RUNNER_PROBE)"
+		export SIWX_MODULE=/nonexistent/siw.ko SIWX_SUITE_TIMEOUT_identity=7
+		# shellcheck disable=SC2046  # suite names
+		"$HERE/run.sh" --dry-run $("$HERE/run.sh" --list)
+	)
+}
+
+t_env() {
+	local line boot suites s v want got bad=0 boots=0 declared
+	dry_run > "$TMP/dry" || { cat "$TMP/dry"; return 1; }
+	while IFS= read -r line; do
+		case $line in
+		"boot "*) boot=${line%% (*}; suites=${line##*: } ;;
+		"  guest: "*)
+			boots=$((boots + 1))
+			guest_env "${line#  guest: }" > "$TMP/env" 2>&1
+			declared=
+			for s in $suites; do declared+=" ${SUITE[$s:env]}"; done
+			for v in $(printf '%s\n' SIWX_RUNNER_PROBE $declared $(declared_vars | grep '^SIWX_') | sort -u); do
+				want=$(probe_value "$v")
+				got=$(unset "$v"; source <(grep '^declare -x ' "$TMP/env"); echo "${!v-<unset>}")
+				if [ "$got" != "$want" ]; then
+					echo "$boot: $v is '$got' in guest.sh, not '$want'"
+					bad=1
+				fi
+			done
+			;;
+		esac
+	done < "$TMP/dry"
+	[ "$boots" -ge 5 ] || { echo "only $boots boots in run.sh --dry-run"; bad=1; }
+	return "$bad"
+}
+
+t_runner_vars() {
+	local line bad=0
+	dry_run > "$TMP/dry" || { cat "$TMP/dry"; return 1; }
+	line=$(grep -m1 '^  guest: ' "$TMP/dry")
+	guest_env "${line#  guest: }" > "$TMP/env" 2>&1
+	if grep -q '^declare -x SIWX_MODULE=' "$TMP/env"; then
+		echo "SIWX_MODULE reached guest.sh: $(grep '^declare -x SIWX_MODULE=' "$TMP/env")"
+		bad=1
+	fi
+	grep -q '^suite identity: limit 7s: ' "$TMP/env" ||
+		{ echo "SIWX_SUITE_TIMEOUT_identity=7 did not set the limit:"; grep identity "$TMP/env"; bad=1; }
+	return "$bad"
+}
+
+t_docs() {
+	local doc=$TOP/Documentation/testing.md
+	"$HERE/run.sh" --table > "$TMP/table.want" || return 1
+	sed -n '/^| suite | settings |/,/^$/p' "$doc" | sed '/^$/d' > "$TMP/table.doc"
+	diff -u --label "testing.md" --label "run.sh --table" "$TMP/table.doc" "$TMP/table.want"
+}
+
+t_kernel_problems() {
+	local bad=0 l n
+	# shellcheck source=../tools/vm/kernel-problems.sh
+	. "$TOP/tools/vm/kernel-problems.sh"
+	while IFS= read -r l; do
+		[[ $l =~ $KERNEL_PROBLEMS ]] || { echo "not caught: $l"; bad=1; }
+	done <<-'EOF'
+	[   12.3] WARNING: CPU: 1 PID: 523 at drivers/infiniband/sw/siw/siw_qp.c:100 siw_qp_modify+0x1/0x2 [siw]
+	[   12.3] BUG: kernel NULL pointer dereference, address: 0000000000000008
+	[   12.3] Oops: general protection fault, probably for non-canonical address 0xdead: 0000 [#1] PREEMPT SMP NOPTI
+	[   12.3] refcount_t: underflow; use-after-free.
+	[   12.3] list_add corruption. prev->next should be next (ffff), but was ffff. (prev=ffff).
+	[   12.3] list_del corruption, ffff->next is LIST_POISON1 (dead000000000100)
+	[   12.3] Call Trace:
+	[   12.3] Kernel panic - not syncing: Fatal exception in interrupt
+	[   12.3] BUG: KASAN: slab-use-after-free in siw_rx_pbl+0x1/0x2 [siw]
+	[   12.3] UBSAN: shift-out-of-bounds in drivers/infiniband/sw/siw/siw_mem.c:1:2
+	[   12.3] BUG: KFENCE: use-after-free read in siw_free_qp+0x1/0x2
+	[   12.3] INFO: task kworker/0:1:12 blocked for more than 120 seconds.
+	[   12.3] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+	[   12.3] rcu: INFO: rcu_preempt self-detected stall on CPU
+	[   12.3] watchdog: BUG: soft lockup - CPU#1 stuck for 26s! [siw_tx/1:99]
+	[   12.3] NMI watchdog: Watchdog detected hard LOCKUP on cpu 1
+	EOF
+	while IFS= read -r l; do
+		[[ ! $l =~ $KERNEL_PROBLEMS ]] || { echo "harmless, but caught: $l"; bad=1; }
+	done <<-'EOF'
+	[    5.086076] 9pnet: Installing 9P2000 support
+	[    0.2] rcu: 	RCU CPU stall warnings timeout set to 100 (rcu_task_stall_timeout).
+	[    0.9] watchdog: Delayed init of the lockup detector failed: -19
+	[    1.1] Freeing unused kernel image (initmem) memory: 3000K
+	[    5.5] SoftiWARP attached
+	[    5.6] siwx-vm: running command (role single, uptime 5.6s)
+	EOF
+	# one definition: the runner and the VM harness spell no list of their own
+	n=$(grep -lE "(KERNEL_PROBLEMS=|'Oops\|BUG:)" "$HERE"/*.sh "$TOP"/tools/vm/* |
+		grep -v -e '/kernel-problems.sh$' -e '/check-runner.sh$')
+	[ -z "$n" ] || { echo "kernel problem patterns defined outside tools/vm/kernel-problems.sh: $n"; bad=1; }
+	return "$bad"
+}
+
+echo "TAP version 13"
+echo "1..5"
+check settings.valid t_settings
+check env.reaches_guest t_env
+check env.runner_vars_stay t_runner_vars
+check docs.suite_table t_docs
+check kernel_problems.patterns t_kernel_problems
+if [ "$FAILED" = 0 ]; then
+	echo "# runner checks ok"
+else
+	echo "# $FAILED of $N runner checks failed"
+fi
+[ "$FAILED" = 0 ]
