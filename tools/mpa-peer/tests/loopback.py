@@ -12,7 +12,8 @@ mpa-peer's output rely on: the lines, and the bytes sent):
   responder  mpa-peer --listen; the peer sends an enhanced Request with A
              and a zero-length Write RTR, reads the Reply, echoes the rest
 Every FPDU mpa-peer sends is also checked against an independent CRC32c.
---update rewrites the golden files (review the diff). Exit 0: all passed.
+--update rewrites the golden files (review the diff). Prints TAP (suite
+mpa_peer of make check runs it); exit 0: all passed.
 """
 import hashlib
 import os
@@ -177,7 +178,7 @@ def responder(peer):
     return p.returncode, out + err, b"".join(log), replen
 
 
-def check(name, res, update):
+def check(n, name, res, update):
     rc, out, wire, mpalen = res
     text = "rc=%d\n%s" % (rc, out)
     digest = "wire bytes=%d sha256=%s\n" % (len(wire),
@@ -191,13 +192,13 @@ def check(name, res, update):
         want = f.read()
     bad = fpdus_crc_ok(wire[mpalen:])
     ok = want == text + digest and not bad
-    print("%s %s" % ("ok  " if ok else "FAIL", name))
     if want != text + digest:
-        print("  expected:\n    " + want.replace("\n", "\n    "))
-        print("  got:\n    " + (text + digest).replace("\n", "\n    "))
-        print("  wire: " + wire.hex())
+        print("# expected:\n#   " + want.replace("\n", "\n#   "))
+        print("# got:\n#   " + (text + digest).replace("\n", "\n#   "))
+        print("# wire: " + wire.hex())
     for b in bad:
-        print("  " + b)
+        print("# " + b)
+    print("%s %d %s" % ("ok" if ok else "not ok", n, name))
     return ok
 
 
@@ -205,13 +206,16 @@ def main():
     args = [a for a in sys.argv[1:] if a != "--update"]
     peer = args[0] if args else os.path.join(TOP, "build/tools/mpa-peer/"
                                              "mpa-peer")
+    print("TAP version 13")
+    print("1..3")
     # the CRC32c above, against RFC 3720 B.4
-    assert crc32c(bytes(32)) == 0x8a9136aa
-    assert crc32c(b"\xff" * 32) == 0x62a8ab43
-    assert crc32c(bytes(range(32))) == 0x46dd794e
+    ok = (crc32c(bytes(32)) == 0x8a9136aa and
+          crc32c(b"\xff" * 32) == 0x62a8ab43 and
+          crc32c(bytes(range(32))) == 0x46dd794e)
+    print("%s 1 crc32c_rfc3720_vectors" % ("ok" if ok else "not ok"))
     update = "--update" in sys.argv
-    ok = check("initiator", initiator(peer), update)
-    ok &= check("responder", responder(peer), update)
+    ok &= check(2, "initiator", initiator(peer), update)
+    ok &= check(3, "responder", responder(peer), update)
     return 0 if ok else 1
 
 
