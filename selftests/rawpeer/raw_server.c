@@ -61,6 +61,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <rdma/siw-abi.h>	/* of the module under test (SIW_CAP_*) */
+
 #include "rdma_util.h"
 
 #define MAX_EXP		16
@@ -221,7 +223,8 @@ static int print_caps(const char *name)
 		close(fd);
 		say("caps dev=%s uverbs=%s dev_id=0x%x kernel_caps=0x%x atomic=%d imm_data=%d",
 		    name, dev->dev_name, resp.dev_id, resp.caps,
-		    !!(resp.caps & 1), !!(resp.caps & 2));
+		    !!(resp.caps & SIW_CAP_ATOMIC),
+		    !!(resp.caps & SIW_CAP_IMM_DATA));
 	}
 	rc = 0;
 out:

@@ -102,11 +102,6 @@ FIXTURE_VARIANT(usq) {
 	uint16_t flags;		/* extra SQE flags */
 };
 
-/* siwx ABI values (rdma/siw-abi.h of siwx; fixed numbers) */
-#define SIWX_OP_WRITE_WITH_IMM		12
-#define SIWX_OP_MASKED_FETCH_AND_ADD	13
-#define SIWX_OP_ATOMIC_RESPONSE		15
-
 FIXTURE_VARIANT_ADD(usq, reg_mr) { .opcode = SIW_OP_REG_MR };
 FIXTURE_VARIANT_ADD(usq, inval_stag) { .opcode = SIW_OP_INVAL_STAG };
 FIXTURE_VARIANT_ADD(usq, receive) { .opcode = SIW_OP_RECEIVE };
@@ -116,15 +111,15 @@ FIXTURE_VARIANT_ADD(usq, read_local_inv) { .opcode = SIW_OP_READ_LOCAL_INV };
 FIXTURE_VARIANT_ADD(usq, out_of_range) { .opcode = 0xee };
 /* RFC 7306 operations are postable, but only well formed */
 FIXTURE_VARIANT_ADD(usq, atomic_response) {
-	.opcode = SIWX_OP_ATOMIC_RESPONSE };
+	.opcode = SIW_OP_ATOMIC_RESPONSE };
 FIXTURE_VARIANT_ADD(usq, fetch_and_add_two_sge) {
 	.opcode = SIW_OP_FETCH_AND_ADD, .num_sge = 2 };
 FIXTURE_VARIANT_ADD(usq, comp_and_swap_len4) {
 	.opcode = SIW_OP_COMP_AND_SWAP, .length = 4 };
 FIXTURE_VARIANT_ADD(usq, masked_fetch_and_add_inline) {
-	.opcode = SIWX_OP_MASKED_FETCH_AND_ADD, .flags = SIW_WQE_INLINE };
+	.opcode = SIW_OP_MASKED_FETCH_AND_ADD, .flags = SIW_WQE_INLINE };
 FIXTURE_VARIANT_ADD(usq, write_with_imm_six_sge) {
-	.opcode = SIWX_OP_WRITE_WITH_IMM, .num_sge = 6 };
+	.opcode = SIW_OP_WRITE_WITH_IMM, .num_sge = 6 };
 
 FIXTURE_SETUP(usq)
 {

@@ -15,7 +15,8 @@ constants; this test fails on any drift from it.
     that identify a wire definition (the MPA keys, the CRC32c polynomial,
     a #define of an MPA/DDP/RDMAP/Terminate name in C).
 
-Prints TAP. Run on the host (needs cc): python3 selftests/lib/test_siwx_wire.py
+Prints TAP: suite wire of make check (host). By hand (needs cc):
+  python3 selftests/wire/test_siwx_wire.py
 Environment: CC (default cc), SIWX_BUILD (default <top>/build).
 """
 import os
@@ -27,7 +28,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(TOP, "selftests", "lib"))
 import siwx_wire  # noqa: E402
 
 BUILD = os.environ.get("SIWX_BUILD", os.path.join(TOP, "build"))

@@ -21,7 +21,8 @@
 #                            the boot's harmless ones
 
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
+# HERE: selftests/ (this script is suite runner's, in selftests/runner/)
+HERE=$(cd "$(dirname "$0")/.." && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
