@@ -11,7 +11,7 @@ Helper of selftests/mpa/mpa_pair.sh.
             output) has its 'ROLE qpn=N' line, or nothing once PID is gone
 
 PCAP      libpcap file (tcpdump -w; Ethernet, Linux cooked, loopback or
-          raw IP; IPv4 or IPv6: read by mpa_wire.py)
+          raw IP; IPv4 or IPv6: read by selftests/lib/iwarp_capture.py)
 PORT      the responder's TCP port: the connection to it whose initiator
           stream starts with an MPA Request is decoded (the last one when
           there are several; refused attempts carry no payload)
@@ -59,14 +59,15 @@ import socket
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mpa_wire  # noqa: E402  (pcap, TCP, MPA and FPDU parsing)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import iwarp_capture as cap  # noqa: E402  (pcap, TCP, MPA and FPDU parsing)
 
 OPNAMES = {0: "Write", 1: "ReadReq", 2: "ReadResp", 3: "Send",
            4: "SendInv", 5: "SendSE", 6: "SendSEInv", 7: "Terminate",
            8: "ImmData", 9: "ImmDataSE", 10: "AtomicReq", 11: "AtomicResp",
            12: "WriteImm"}
-# wire key suffix <- mpa_wire.parse_frame() field
+# wire key suffix <- cap.parse_frame() field
 FRAME_KEYS = (("marker", "m"), ("crc", "c"), ("rej", "r"), ("S", "s"),
               ("rev", "rev"), ("pdlen", "pd_len"))
 WORD_KEYS = (("A", "a"), ("B", "b"), ("IRD", "ird"), ("C", "c_rtr"),
@@ -76,7 +77,7 @@ WORD_KEYS = (("A", "a"), ("B", "b"), ("IRD", "ird"), ("C", "c_rtr"),
 def mpa_frame(buf, pfx, keyval, d):
     """Decode an MPA Request/Reply at the start of buf into d; returns
     its length (0 when incomplete/absent)."""
-    f, n = mpa_wire.parse_frame(buf, keyval, strict=False)
+    f, n = cap.parse_frame(buf, keyval, strict=False)
     if f is not None:
         d[pfx + ".key"] = f["key_ok"]
         d[pfx + ".resbits"] = "0x%x" % f["resbits"]
@@ -99,7 +100,7 @@ def fpdus(buf):
     starts at an FPDU), and the bytes left over."""
     out = []
     rest = len(buf)
-    for g in mpa_wire.parse_fpdus(buf):
+    for g in cap.parse_fpdus(buf):
         if not g["complete"]:
             break
         rest -= g["wlen"]
@@ -134,15 +135,15 @@ def fdesc(f):
 def decode(pcap, port):
     d = {}
     diag = []
-    conns = mpa_wire.connections(mpa_wire.flows(pcap), port)
-    mpa = mpa_wire.mpa_connections(conns)
+    conns = cap.connections(cap.flows(pcap), port)
+    mpa = cap.mpa_connections(conns)
     d["mpa_conns"] = len(mpa)
     diag.append("%d TCP connection(s) to port %d, %d with an MPA Request"
                 % (len(conns), port, len(mpa)))
     if not mpa:
         return d, diag
     key, ifl, rfl = mpa[-1]
-    client = mpa_wire.endpoint(key[0], key[1])
+    client = cap.endpoint(key[0], key[1])
     ib, igap = ifl.stream()
     rb, rgap = rfl.stream()
     diag.append("connection from %s: initiator %d bytes%s%s, responder "
@@ -151,8 +152,8 @@ def decode(pcap, port):
                                   " (GAP)" if rgap else "",
                                   " FIN" if rfl.fin else "")
                 + (" RST" if ifl.rst or rfl.rst else ""))
-    for pfx, buf, key, name in (("req", ib, mpa_wire.KEY_REQ, "Request"),
-                                ("rep", rb, mpa_wire.KEY_REP, "Reply")):
+    for pfx, buf, key, name in (("req", ib, cap.KEY_REQ, "Request"),
+                                ("rep", rb, cap.KEY_REP, "Reply")):
         n = mpa_frame(buf, pfx, key, d)
         if not n:
             diag.append("%s: none (%d bytes)" % (name, len(buf)))

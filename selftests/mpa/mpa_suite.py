@@ -17,7 +17,7 @@ computes its expectation from an independent model of the RFC 6581 rules
     works and that the RTR produced no completion;
   - what `rdma -dd resource show qp` reports for both QPs;
   - the wire: the MPA Request and Reply (Rev, S, A/B/C/D, IRD, ORD) and the
-    RTR or Terminate, decoded from a capture by mpa_wire.py.
+    RTR or Terminate, decoded from a capture by ../lib/iwarp_capture.py.
 
 Part 2, crafted frames: tools/mpa-peer as initiator against an mpa_conn
 server, and as responder (--listen) against an mpa_conn client, for what
@@ -39,8 +39,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, HERE)
-import mpa_wire  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import iwarp_capture  # noqa: E402
 
 BIN = os.environ.get("SIWX_BIN", os.path.join(TOP, "build/selftests/bin"))
 MPA_CONN = os.path.join(BIN, "mpa_conn")
@@ -513,7 +513,7 @@ def run_matrix(sel):
     cap.stop()
     for c, r, port in results:
         try:
-            wire = mpa_wire.decode(pcap, port)
+            wire = iwarp_capture.decode(pcap, port)
         except Exception as ex:       # a broken capture fails the case
             wire = []
             note("decode %s: %r" % (c["name"], ex))

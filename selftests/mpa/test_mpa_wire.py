@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """
-test_mpa_wire.py - unit test of the parsers of mpa_wire.py (shared with
-mpa_pair_wire.py) on synthetic frames and a tiny pcap file built here:
+test_mpa_wire.py - unit test of the capture decoder
+selftests/lib/iwarp_capture.py and of mpa_pair_wire.py on synthetic frames
+and a tiny pcap file built here:
 an MPA Request and Reply with the RFC 6581 IRD/ORD word, zero-length
 Write, Send and Read Request RTRs, a Terminate (layer 2, etype 0,
 code 7), TCP reassembly across out-of-order and repeated segments (and
@@ -18,8 +19,10 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mpa_wire  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
+import iwarp_capture as cap  # noqa: E402
 import mpa_pair_wire  # noqa: E402
 
 PORT = 52007
@@ -76,8 +79,8 @@ def terminate(layer, etype, code, hdrct=0):
     return fpdu(untagged(7, 2, 1, payload=ctrl), crc=0x11223344)
 
 
-REQ = mpa_frame(mpa_wire.KEY_REQ, word=(1, 0, 4, 1, 1, 16), pdata=b"hi")
-REP = mpa_frame(mpa_wire.KEY_REP, word=(1, 1, 0x3FFF, 0, 1, 2))
+REQ = mpa_frame(cap.KEY_REQ, word=(1, 0, 4, 1, 1, 16), pdata=b"hi")
+REP = mpa_frame(cap.KEY_REP, word=(1, 1, 0x3FFF, 0, 1, 2))
 
 
 # ---------------------------------------------------------------- pcap
@@ -133,7 +136,7 @@ def conversation():
 
 class Frames(unittest.TestCase):
     def test_request_reply_word(self):
-        f, n = mpa_wire.parse_frame(REQ + b"tail", mpa_wire.KEY_REQ)
+        f, n = cap.parse_frame(REQ + b"tail", cap.KEY_REQ)
         self.assertEqual(n, len(REQ))
         self.assertEqual((f["rev"], f["m"], f["c"], f["r"], f["s"]),
                          (2, 0, 0, 0, 1))
@@ -143,25 +146,25 @@ class Frames(unittest.TestCase):
                           f["ord"]), (1, 0, 4, 1, 1, 16))
         self.assertTrue(f["complete"])
         self.assertEqual(f["pdata"], b"hi")
-        f, n = mpa_wire.parse_frame(REP, mpa_wire.KEY_REP)
+        f, n = cap.parse_frame(REP, cap.KEY_REP)
         self.assertEqual((f["a"], f["b"], f["ird"], f["c_rtr"], f["d_rtr"],
                           f["ord"]), (1, 1, 0x3FFF, 0, 1, 2))
         self.assertEqual(f["pdata"], b"")
 
     def test_frame_key_and_variants(self):
-        self.assertEqual(mpa_wire.parse_frame(REP, mpa_wire.KEY_REQ),
+        self.assertEqual(cap.parse_frame(REP, cap.KEY_REQ),
                          (None, 0))
-        f, _ = mpa_wire.parse_frame(REP, mpa_wire.KEY_REQ, strict=False)
+        f, _ = cap.parse_frame(REP, cap.KEY_REQ, strict=False)
         self.assertEqual(f["key_ok"], 0)
-        self.assertEqual(mpa_wire.parse_frame(REQ[:19], mpa_wire.KEY_REQ),
+        self.assertEqual(cap.parse_frame(REQ[:19], cap.KEY_REQ),
                          (None, 0))
-        f, n = mpa_wire.parse_frame(REQ[:22], mpa_wire.KEY_REQ)
+        f, n = cap.parse_frame(REQ[:22], cap.KEY_REQ)
         self.assertFalse(f["complete"])
         self.assertNotIn("ird", f)      # the word is cut short
         # Rev 1, S=0: private data without a word; reject, CRC, marker
-        r1 = mpa_frame(mpa_wire.KEY_REP, rev=1, s=0, r=1, c=1, m=1,
+        r1 = mpa_frame(cap.KEY_REP, rev=1, s=0, r=1, c=1, m=1,
                        pdata=b"\x01\x02\x03\x04")
-        f, n = mpa_wire.parse_frame(r1, mpa_wire.KEY_REP)
+        f, n = cap.parse_frame(r1, cap.KEY_REP)
         self.assertEqual((f["rev"], f["s"], f["r"], f["c"], f["m"]),
                          (1, 0, 1, 1, 1))
         self.assertNotIn("ird", f)
@@ -170,7 +173,7 @@ class Frames(unittest.TestCase):
 
 class Fpdus(unittest.TestCase):
     def test_rtrs(self):
-        w, s, r = (mpa_wire.parse_fpdus(x)[0]
+        w, s, r = (cap.parse_fpdus(x)[0]
                    for x in (write_rtr(), send_rtr(), read_rtr()))
         self.assertEqual((w["op"], w["t"], w["l"], w["len"], w["plen"]),
                          (0, 1, 1, 14, 0))
@@ -181,14 +184,14 @@ class Fpdus(unittest.TestCase):
                           s["msn"], s["mo"]), (3, 0, 18, 0, 0, 1, 0))
         self.assertEqual((r["op"], r["t"], r["len"], r["plen"], r["qn"],
                           r["msn"], r["size"]), (1, 0, 46, 28, 1, 1, 0))
-        self.assertEqual(mpa_wire.parse_fpdus(read_rtr(4096))[0]["size"],
+        self.assertEqual(cap.parse_fpdus(read_rtr(4096))[0]["size"],
                          4096)
         for d, x in ((w, write_rtr()), (s, send_rtr()), (r, read_rtr())):
             self.assertEqual((d["wlen"], d["complete"], d["crcfield"]),
                              (len(x), 1, 0))
 
     def test_terminate(self):
-        t = mpa_wire.parse_fpdus(terminate(2, 0, 7, hdrct=5))[0]
+        t = cap.parse_fpdus(terminate(2, 0, 7, hdrct=5))[0]
         self.assertEqual((t["op"], t["qn"], t["msn"], t["layer"],
                           t["etype"], t["code"], t["hdrct"]),
                          (7, 2, 1, 2, 0, 7, 5))
@@ -197,12 +200,12 @@ class Fpdus(unittest.TestCase):
 
     def test_stream_and_incomplete(self):
         b = write_rtr() + send_rtr() + terminate(2, 0, 7)
-        fl = mpa_wire.parse_fpdus(b + send_rtr()[:10])
+        fl = cap.parse_fpdus(b + send_rtr()[:10])
         self.assertEqual([d["op"] for d in fl], [0, 3, 7, 3])
         self.assertEqual([d["complete"] for d in fl], [1, 1, 1, 0])
         self.assertNotIn("crcfield", fl[-1])
         self.assertEqual(sum(d["wlen"] for d in fl[:3]), len(b))
-        self.assertEqual(mpa_wire.parse_fpdus(b"\0"), [])
+        self.assertEqual(cap.parse_fpdus(b"\0"), [])
         # the pair decoder's view: complete ones and what is left over
         pf, rest = mpa_pair_wire.fpdus(b + send_rtr()[:10])
         self.assertEqual((len(pf), rest), (3, 10))
@@ -224,7 +227,7 @@ class Capture(unittest.TestCase):
         return os.path.join(self.tmp.name, name)
 
     def check_decode(self, path):
-        conns = mpa_wire.decode(path, PORT)
+        conns = cap.decode(path, PORT)
         self.assertEqual(len(conns), 1)     # the refused one: no payload
         c = conns[0]
         self.assertEqual(c["sport"], CLI[1])
@@ -241,13 +244,13 @@ class Capture(unittest.TestCase):
         p = self.path("eth.pcap")
         pcap(p, [ether(x) for x in self.pk])
         self.check_decode(p)
-        fl = mpa_wire.flows(p)
-        conns = mpa_wire.connections(fl, PORT)
+        fl = cap.flows(p)
+        conns = cap.connections(fl, PORT)
         self.assertEqual([k[1] for k, _, _ in conns], [40000, CLI[1]])
-        mpa = mpa_wire.mpa_connections(conns)
+        mpa = cap.mpa_connections(conns)
         self.assertEqual(len(mpa), 1)
         key, fi, fr = mpa[-1]
-        self.assertEqual(mpa_wire.endpoint(key[0], key[1]),
+        self.assertEqual(cap.endpoint(key[0], key[1]),
                          "192.168.78.2:40001")
         self.assertEqual(fi.stream(), (self.ib, False))
         self.assertEqual(fr.stream(), (self.rb, False))
@@ -273,7 +276,7 @@ class Capture(unittest.TestCase):
     def test_gap(self):
         p = self.path("gap.pcap")
         pcap(p, [ether(x) for i, x in enumerate(self.pk) if i != 4])
-        fi = mpa_wire.connections(mpa_wire.flows(p), PORT)[1][1]
+        fi = cap.connections(cap.flows(p), PORT)[1][1]
         self.assertEqual(fi.stream(), (self.ib[:10], True))
         # filled(): on past the hole, zero-filled
         n = len(REQ) - 10
@@ -283,10 +286,10 @@ class Capture(unittest.TestCase):
     def test_filled(self):
         p = self.path("eth.pcap")
         pcap(p, [ether(x) for x in self.pk])
-        conns = mpa_wire.connections(mpa_wire.flows(p), PORT)
+        conns = cap.connections(cap.flows(p), PORT)
         self.assertEqual(conns[1][1].filled(), (self.ib, []))
         self.assertEqual(conns[0][1].filled(), (b"", []))   # no payload
-        f = mpa_wire.Flow(0.0)
+        f = cap.Flow(0.0)
         f.isn = 99
         # the same start: the first captured first; before the base: left
         # out; no SYN: from the lowest sequence number
@@ -321,29 +324,29 @@ class Capture(unittest.TestCase):
         p = self.path("v6.pcap")
         pcap(p, [v6(x) for x in self.pk], linktype=229)
         self.check_decode(p)
-        key = mpa_wire.mpa_connections(
-            mpa_wire.connections(mpa_wire.flows(p), PORT))[0][0]
-        self.assertEqual(mpa_wire.endpoint(key[0], key[1]), "fd00::2:40001")
+        key = cap.mpa_connections(
+            cap.connections(cap.flows(p), PORT))[0][0]
+        self.assertEqual(cap.endpoint(key[0], key[1]), "fd00::2:40001")
 
     def test_bad_files(self):
         p = self.path("x.pcapng")
         with open(p, "wb") as f:
             f.write(b"\x0a\x0d\x0d\x0a" + b"\0" * 40)
         with self.assertRaisesRegex(ValueError, "pcapng"):
-            mpa_wire.decode(p, PORT)
+            cap.decode(p, PORT)
         p = self.path("lt.pcap")
         pcap(p, [], linktype=147)
         with self.assertRaisesRegex(ValueError, "link type 147"):
-            mpa_wire.decode(p, PORT)
+            cap.decode(p, PORT)
         # a record cut short (still being written) ends the file
         p = self.path("cut.pcap")
         pcap(p, [ether(x) for x in self.pk])
         with open(p, "r+b") as f:
             f.truncate(os.path.getsize(p) - 5)
-        fr = mpa_wire.connections(mpa_wire.flows(p), PORT)[1][2]
+        fr = cap.connections(cap.flows(p), PORT)[1][2]
         self.assertEqual(fr.stream()[0], self.rb[:len(REP)])
         # partial: with what there is of it (here: all but the padding)
-        fr = mpa_wire.connections(mpa_wire.flows(p, partial=True), PORT)[1][2]
+        fr = cap.connections(cap.flows(p, partial=True), PORT)[1][2]
         self.assertEqual(fr.stream()[0], self.rb)
         # a packet cut by the snap length: whole refuses the capture
         p = self.path("snap.pcap")
@@ -352,9 +355,9 @@ class Capture(unittest.TestCase):
             f.seek(24 + 8)
             incl = struct.unpack("<I", f.read(4))[0]
             f.write(struct.pack("<I", incl + 100))
-        self.assertEqual(len(mpa_wire.flows(p)), 4)
+        self.assertEqual(len(cap.flows(p)), 4)
         with self.assertRaisesRegex(ValueError, "snap length"):
-            mpa_wire.flows(p, whole=True)
+            cap.flows(p, whole=True)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ Each TCP direction is reassembled by sequence number and parsed from the
 MPA Request/Reply on (RFC 5044: 2-byte ULPDU length, ULPDU, pad to 4
 bytes, 4-byte CRC; markers are refused), FPDU by FPDU: DDP control (RFC
 5041: T, L, version), RDMAP control (RFC 5040: version, opcode), with the
-pcap, TCP, MPA and FPDU layers of ../mpa/mpa_wire.py. A hole in the
+pcap, TCP, MPA and FPDU layers of ../lib/iwarp_capture.py. A hole in the
 capture or an FPDU that does not parse fails the connection. (siw does not
 always close the TCP connection before the capture ends, so a missing FIN
 proves nothing; BYTES is what shows the transfer is all there.)
@@ -40,8 +40,8 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "mpa"))
-import mpa_wire  # noqa: E402  (pcap, TCP, MPA and FPDU parsing)
+                                "..", "lib"))
+import iwarp_capture as cap  # noqa: E402  (pcap, TCP, MPA and FPDU parsing)
 
 OPS = {0x0: "write", 0x1: "read_req", 0x2: "read_resp", 0x3: "send",
        0x4: "send_inv", 0x5: "send_se", 0x6: "send_se_inv", 0x7: "term",
@@ -49,10 +49,10 @@ OPS = {0x0: "write", 0x1: "read_req", 0x2: "read_resp", 0x3: "send",
 
 
 def read_pcap(path):
-    """{(src, sport, dst, dport): mpa_wire.Flow} of every IPv4 TCP
+    """{(src, sport, dst, dport): cap.Flow} of every IPv4 TCP
     direction of the capture; a last record cut short counts with what
     there is of it, a packet cut by the snap length is an error"""
-    fl = mpa_wire.flows(path, partial=True, whole=True)
+    fl = cap.flows(path, partial=True, whole=True)
     return {k: f for k, f in fl.items() if len(k[0]) == 4}
 
 
@@ -62,7 +62,7 @@ def parse(stream, key):
     for n in OPS.values():
         c[n] = 0
     c["other"] = 0
-    f, pos = mpa_wire.parse_frame(stream, key)
+    f, pos = cap.parse_frame(stream, key)
     if f is None:
         return c, ["stream does not start with %r" % key]
     if f["m"]:
@@ -70,7 +70,7 @@ def parse(stream, key):
     if f["r"]:
         return c, ["MPA reject"]
     c["mpa"] = "rev %d, %sCRC" % (f["rev"], "" if f["c"] else "no ")
-    for d in mpa_wire.parse_fpdus(stream[pos:]):
+    for d in cap.parse_fpdus(stream[pos:]):
         ulen = d["len"]
         if ulen < 14 or not d["complete"]:
             break
@@ -134,10 +134,10 @@ def check_path(port, want, nbytes, conns, quiet=False):
         # the client may be bound to the server's port number too (rstream
         # -b): tell the directions apart by the MPA frame they start with
         stream, holes = fl.filled()
-        if stream.startswith(mpa_wire.KEY_REQ):
-            role, key = "client->server", mpa_wire.KEY_REQ
+        if stream.startswith(cap.KEY_REQ):
+            role, key = "client->server", cap.KEY_REQ
         else:
-            role, key = "server->client", mpa_wire.KEY_REP
+            role, key = "server->client", cap.KEY_REP
         if role in dirs:
             probs.append("more than one connection on port %d" % port)
             continue

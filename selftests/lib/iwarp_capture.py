@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """
-mpa_wire.py - decode the MPA connection setup of RFC 5044 / RFC 6581 from a
-pcap file, without tshark (tshark 4.0 shows the RFC 6581 IRD/ORD word only
-as raw private data bytes, and its startup costs seconds under TCG).
+iwarp_capture.py - decode the MPA connection setup of RFC 5044 / RFC 6581
+from a pcap file, without tshark (tshark 4.0 shows the RFC 6581 IRD/ORD word
+only as raw private data bytes, and its startup costs seconds under TCG).
 
-    mpa_wire.py CAPTURE.pcap PORT
+    iwarp_capture.py CAPTURE.pcap PORT
 
 prints one line per TCP connection to PORT (the rdma_cm listener):
 
@@ -17,7 +17,8 @@ c_rtr=C d_rtr=D" (ird.. only when S is set and the private data holds the
 initiator sent after the Reply, as "op=OPCODE len=ULPDU_LEN qn=.. msn=..
 size=.." (size only for a Read Request), and <term> the first Terminate
 each side sent ("layer=L etype=E code=C" or "-"). Used as a module by
-mpa_suite.py (decode()) and mpa_pair_wire.py (the parsers below).
+selftests/mpa/mpa_suite.py (decode()), selftests/mpa/mpa_pair_wire.py and
+selftests/rsockets/rsockets_wire.py (the parsers below).
 
 Pure logic: reads the libpcap format (Ethernet with or without VLAN tags,
 Linux cooked v1/v2, BSD loopback or raw IP link types; IPv4/IPv6, TCP),
@@ -358,7 +359,7 @@ def decode(path, port):
 
 def main():
     if len(sys.argv) != 3:
-        sys.exit("usage: mpa_wire.py CAPTURE.pcap PORT")
+        sys.exit("usage: iwarp_capture.py CAPTURE.pcap PORT")
     for c in decode(sys.argv[1], int(sys.argv[2])):
         print("conn sport=%d req=[%s] rep=[%s] rtr=[%s] term_i=[%s] "
               "term_r=[%s]" % (c["sport"], _fmt_frame(c["req"]),
