@@ -23,7 +23,9 @@ selftests/rsockets/rsockets_wire.py (the parsers below).
 Pure logic: reads the libpcap format (Ethernet with or without VLAN tags,
 Linux cooked v1/v2, BSD loopback or raw IP link types; IPv4/IPv6, TCP),
 reassembles each direction by sequence number, then parses MPA
-Request/Reply frames and FPDUs (markers off).
+Request/Reply frames and FPDUs (markers off). Every iWARP number comes
+from include/siwx/wire.h through siwx_wire.py; the numbers of pcap,
+Ethernet, IP and TCP are this file's own.
 
 Library:
   packets(path)           every TCP segment of the capture
@@ -37,12 +39,15 @@ Library:
   parse_fpdus(b)          the FPDUs of a stream after its MPA frame
   decode(path, port)      all of it per connection, as mpa_suite.py uses it
 """
+import os
 import socket
 import struct
 import sys
 
-KEY_REQ = b"MPA ID Req Frame"
-KEY_REP = b"MPA ID Rep Frame"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import siwx_wire as W  # noqa: E402
+
+KEY_REQ, KEY_REP = W.KEY_REQ, W.KEY_REP
 # pcap link types read: BSD loopback (null), Ethernet, raw IP, Linux
 # cooked v1, raw IPv4, raw IPv6, Linux cooked v2
 LINKTYPES = (0, 1, 101, 113, 228, 229, 276)
@@ -236,7 +241,24 @@ def connections(fl, port):
 def mpa_connections(conns):
     """The connections of connections() whose initiator stream starts with
     an MPA Request key; the last one is the newest."""
-    return [c for c in conns if c[1].stream()[0][:16] == KEY_REQ]
+    return [c for c in conns
+            if c[1].stream()[0][:W.MPA_KEY_SIZE] == KEY_REQ]
+
+
+def be16(b, o):
+    return struct.unpack_from(">H", b, o)[0]
+
+
+def be32(b, o):
+    return struct.unpack_from(">I", b, o)[0]
+
+
+def be64(b, o):
+    return struct.unpack_from(">Q", b, o)[0]
+
+
+def _bit(v, mask):
+    return int(bool(v & mask))
 
 
 def parse_frame(b, key, strict=True):
@@ -244,21 +266,27 @@ def parse_frame(b, key, strict=True):
     strict: b must start with key; else any 16 bytes do and the dict's
     key_ok tells. complete: all of its private data is in b; pdata: the
     private data after the RFC 6581 word (if any)."""
-    if len(b) < 20 or (strict and b[:16] != key):
+    if len(b) < W.MPA_RR_HDR_SIZE or (strict and b[:W.MPA_KEY_SIZE] != key):
         return None, 0
-    flags, rev, pd_len = b[16], b[17], struct.unpack(">H", b[18:20])[0]
-    f = {"rev": rev, "flags": flags, "m": flags >> 7 & 1, "c": flags >> 6 & 1,
-         "r": flags >> 5 & 1, "s": flags >> 4 & 1, "pd_len": pd_len,
-         "key_ok": int(b[:16] == key), "resbits": flags & 0xF,
-         "complete": len(b) >= 20 + pd_len}
-    pd = b[20:20 + pd_len]
-    if f["s"] and len(pd) >= 4:
-        wi, wo = struct.unpack(">HH", pd[:4])
-        f.update(ird=wi & 0x3FFF, ord=wo & 0x3FFF, a=wi >> 15 & 1,
-                 b=wi >> 14 & 1, c_rtr=wo >> 15 & 1, d_rtr=wo >> 14 & 1)
-        pd = pd[4:]
+    flags, rev = b[W.MPA_OFF_FLAGS], b[W.MPA_OFF_REV]
+    pd_len = be16(b, W.MPA_OFF_PD_LEN)
+    f = {"rev": rev, "flags": flags, "m": _bit(flags, W.MPA_FLAG_M),
+         "c": _bit(flags, W.MPA_FLAG_C), "r": _bit(flags, W.MPA_FLAG_R),
+         "s": _bit(flags, W.MPA_FLAG_S), "pd_len": pd_len,
+         "key_ok": int(b[:W.MPA_KEY_SIZE] == key),
+         "resbits": flags & W.MPA_FLAGS_RSVD,
+         "complete": len(b) >= W.MPA_RR_HDR_SIZE + pd_len}
+    pd = b[W.MPA_RR_HDR_SIZE:W.MPA_RR_HDR_SIZE + pd_len]
+    if f["s"] and len(pd) >= W.MPA_V2_HDR_SIZE:
+        wi, wo = be16(pd, W.MPA_V2_OFF_IRD), be16(pd, W.MPA_V2_OFF_ORD)
+        f.update(ird=wi & W.MPA_V2_IRD_ORD_MASK,
+                 ord=wo & W.MPA_V2_IRD_ORD_MASK,
+                 a=_bit(wi, W.MPA_V2_IRD_A), b=_bit(wi, W.MPA_V2_IRD_B),
+                 c_rtr=_bit(wo, W.MPA_V2_ORD_C),
+                 d_rtr=_bit(wo, W.MPA_V2_ORD_D))
+        pd = pd[W.MPA_V2_HDR_SIZE:]
     f["pdata"] = pd
-    return f, 20 + pd_len
+    return f, W.MPA_RR_HDR_SIZE + pd_len
 
 
 def parse_fpdus(b, crc=None):
@@ -271,35 +299,44 @@ def parse_fpdus(b, crc=None):
     etype, code, hdrct: a Terminate's control field; crcfield (complete
     FPDUs only). crc is not used (the CRC field is always there)."""
     out, off = [], 0
-    while off + 2 <= len(b):
-        ulen = struct.unpack(">H", b[off:off + 2])[0]
-        pad = (-(2 + ulen)) & 3
-        total = 2 + ulen + pad + 4
-        u = b[off + 2:off + 2 + ulen]
-        if len(u) < 2:
+    while off + W.MPA_HDR_SIZE <= len(b):
+        ulen = be16(b, off)
+        total = W.fpdu_len(ulen)
+        u = b[off + W.MPA_HDR_SIZE:off + W.MPA_HDR_SIZE + ulen]
+        if len(u) < W.DDP_CTRL_SIZE:
             break
         ddp, rdmap = u[0], u[1]
-        d = {"len": ulen, "t": ddp >> 7 & 1, "l": ddp >> 6 & 1,
-             "dv": ddp & 3, "rv": rdmap >> 6, "op": rdmap & 0xF,
+        d = {"len": ulen, "t": _bit(ddp, W.DDP_FLAG_T),
+             "l": _bit(ddp, W.DDP_FLAG_L), "dv": ddp & W.DDP_MASK_DV,
+             "rv": (rdmap & W.RDMAP_MASK_RV) >> W.RDMAP_RV_SHIFT,
+             "op": rdmap & W.RDMAP_MASK_OPCODE,
              "wlen": total, "complete": int(off + total <= len(b))}
         if d["t"]:
-            hl = 14
-            if len(u) >= 14:
-                d["stag"], d["to"] = struct.unpack(">IQ", u[2:14])
+            hl = W.DDP_TAGGED_HDR_SIZE
+            if len(u) >= hl:
+                d["stag"], d["to"] = be32(u, W.DDP_OFF_STAG), \
+                    be64(u, W.DDP_OFF_TO)
         else:
-            hl = 18
-            if len(u) >= 18:
-                d["qn"], d["msn"], d["mo"] = struct.unpack(">III", u[6:18])
+            hl = W.DDP_UNTAGGED_HDR_SIZE
+            if len(u) >= hl:
+                d["qn"], d["msn"], d["mo"] = be32(u, W.DDP_OFF_QN), \
+                    be32(u, W.DDP_OFF_MSN), be32(u, W.DDP_OFF_MO)
         d["plen"] = max(ulen - hl, 0)
         p = u[hl:]
-        if not d["t"] and d["op"] == 0x1 and len(p) >= 16:
-            d["size"] = struct.unpack(">I", p[12:16])[0]
-        if d["op"] == 0x7 and len(p) >= 4:
-            d["layer"], d["etype"], d["code"] = p[0] >> 4, p[0] & 0xF, p[1]
-            d["hdrct"] = p[2] >> 5
+        if not d["t"] and d["op"] == W.RDMAP_OP_READ_REQ and \
+                len(p) >= W.RREQ_OFF_SIZE + 4:
+            d["size"] = be32(p, W.RREQ_OFF_SIZE)
+        if d["op"] == W.RDMAP_OP_TERMINATE and \
+                len(p) >= W.RDMAP_TERM_CTRL_SIZE:
+            le = p[W.TERM_OFF_LAYER_ETYPE]
+            d["layer"], d["etype"] = le >> W.TERM_LAYER_SHIFT, \
+                le & W.TERM_ETYPE_MASK
+            d["code"] = p[W.TERM_OFF_ECODE]
+            # the M, D and R bits as one number
+            d["hdrct"] = p[W.TERM_OFF_FLAGS] >> \
+                (W.TERM_FLAG_R.bit_length() - 1)
         if d["complete"]:
-            d["crcfield"] = struct.unpack(
-                ">I", b[off + 2 + ulen + pad:off + total])[0]
+            d["crcfield"] = be32(b, off + total - W.MPA_CRC_SIZE)
         out.append(d)
         off += total
     return out
@@ -350,8 +387,10 @@ def decode(path, port):
             fr = parse_fpdus(rb[pl:], rep["c"] or req["c"])
             c["fpdus_i"], c["fpdus_r"] = fi, fr
             c["rtr"] = fi[0] if fi else None
-            c["term_i"] = next((d for d in fi if d["op"] == 7), None)
-            c["term_r"] = next((d for d in fr if d["op"] == 7), None)
+            c["term_i"] = next((d for d in fi
+                                if d["op"] == W.RDMAP_OP_TERMINATE), None)
+            c["term_r"] = next((d for d in fr
+                                if d["op"] == W.RDMAP_OP_TERMINATE), None)
         conns.append(c)
     conns.sort(key=lambda c: c["sport"])
     return conns
