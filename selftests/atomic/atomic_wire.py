@@ -17,7 +17,7 @@ Atomic Request/Response (RFC 7306), Terminate. Nothing here depends on
 tshark's RDMAP dissector.
 
 The TCP reassembly, MPA/DDP/RDMAP parsing, CRC check and TAP output
-are shared with imm_wire.py in selftests/lib/iwarp_wire.py.
+are those of selftests/lib/iwarp_capture.py.
 
 The expected values come from the operands atomic_peer printed and an
 independent model of the operations (RFC 7306 5.2):
@@ -32,8 +32,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
-from iwarp_wire import (TAP, be16, be32, be64, check_crc,  # noqa: E402
-                        parse_direction, read_frames, reassemble)
+from iwarp_capture import (TAP, be16, be32, be64,  # noqa: E402
+                           decode_connection, read_frames)
 
 M64 = (1 << 64) - 1
 
@@ -94,7 +94,7 @@ def hexs(v):
 def main():
     tap = TAP("atomic_wire", 12)
     frames, conns = sys.argv[1], sys.argv[2:]
-    segs, tterms, _ = read_frames(frames)
+    flows, tterms, _ = read_frames(frames)
     C = {}
     decode_probs, decode_notes = [], []
     for spec in conns:
@@ -106,37 +106,9 @@ def main():
         C[name] = c
         for e in errs:
             decode_notes.append("%s: peer: %s" % (name, e))
-        up = [(k, v) for k, v in segs.items() if k[1] == port]
-        down = [(k, v) for k, v in segs.items() if k[0] == port]
-        if len(up) != 1 or len(down) != 1:
-            decode_probs.append("%s (port %d): %d client->server and %d "
-                                "server->client TCP flows captured" %
-                                (name, port, len(up), len(down)))
-            continue
-        for dirn, (key, sl), mkey in (("req", up[0], b"MPA ID Req Frame"),
-                                      ("rsp", down[0], b"MPA ID Rep Frame")):
-            data, gaps = reassemble(sl)
-            decode_probs += ["%s %s: %s" % (name, dirn, g) for g in gaps]
-            mpa, fp, pr = parse_direction(data, mkey)
-            decode_probs += ["%s %s: %s" % (name, dirn, p) for p in pr]
-            c["mpa_" + dirn] = mpa
-            c[dirn] = fp
-            for f in fp:
-                decode_probs += ["%s %s FPDU at %d: %s" % (name, dirn, f.off, p)
-                                 for p in f.problems]
-        if c.get("mpa_req") and c.get("mpa_rsp"):
-            fl = c["mpa_req"]["flags"] | c["mpa_rsp"]["flags"]
-            if fl & 0x80:
-                decode_probs.append("%s: MPA markers negotiated (not handled)" % name)
-            crc_on = bool(fl & 0x40)
-            pr, nt = check_crc(c["req"] + c["rsp"], crc_on)
-            decode_probs += ["%s: %s" % (name, p) for p in pr]
-            decode_notes.append("%s: MPA rev %d/%d, CRC %s, %d FPDUs requester->"
-                                "responder, %d back" %
-                                (name, c["mpa_req"]["rev"], c["mpa_rsp"]["rev"],
-                                 "on" if crc_on else "off", len(c["req"]),
-                                 len(c["rsp"])))
-            decode_notes += ["%s: %s" % (name, n) for n in nt]
+        pr, nt = decode_connection(flows, name, port, c)
+        decode_probs += pr
+        decode_notes += nt
     tap.result("capture_decoded", decode_probs, decode_notes)
 
     def qn1(c):

@@ -17,7 +17,7 @@ FPDU by FPDU: DDP (RFC 5041), RDMAP (RFC 5040), Immediate Data (RFC 7306),
 Terminate.
 
 The TCP reassembly, MPA/DDP/RDMAP parsing, CRC check and TAP output
-are shared with atomic_wire.py in selftests/lib/iwarp_wire.py.
+are those of selftests/lib/iwarp_capture.py.
 
 Expected values (Documentation/rfc7306.md): Immediate Data is RDMAP opcode
 0x8, 0x9 with Solicited Event; untagged, L set, QN 0, the next Send MSN,
@@ -35,8 +35,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
-from iwarp_wire import (TAP, be16, check_crc, parse_direction,  # noqa: E402
-                        read_frames, reassemble)
+from iwarp_capture import (TAP, be16, decode_connection,  # noqa: E402
+                           read_frames)
 
 
 def pattern(n, ln):
@@ -98,7 +98,7 @@ def kname(k):
 def main():
     tap = TAP("imm_wire", 15)
     frames, conns = sys.argv[1], sys.argv[2:]
-    segs, tterms, tops = read_frames(frames)
+    flows, tterms, tops = read_frames(frames)
     C = {}
     dprobs, dnotes = [], []
     for spec in conns:
@@ -111,35 +111,12 @@ def main():
             dnotes.append("%s: peer: %s" % (name, e))
         if not peer["CONN"]:
             dprobs.append("%s: imm_peer did not connect (see its output)" % name)
-        up = [(k, v) for k, v in segs.items() if k[1] == port]
-        down = [(k, v) for k, v in segs.items() if k[0] == port]
-        if len(up) != 1 or len(down) != 1:
-            dprobs.append("%s (port %d): %d client->server and %d server->client "
-                          "TCP flows captured" % (name, port, len(up), len(down)))
+        pr, nt = decode_connection(flows, name, port, c)
+        dprobs += pr
+        dnotes += nt
+        if "mpa_req" not in c:          # not one flow each way
             continue
-        for dirn, (key, sl), mkey in (("req", up[0], b"MPA ID Req Frame"),
-                                      ("rsp", down[0], b"MPA ID Rep Frame")):
-            data, gaps = reassemble(sl)
-            dprobs += ["%s %s: %s" % (name, dirn, g) for g in gaps]
-            mpa, fp, pr = parse_direction(data, mkey)
-            dprobs += ["%s %s: %s" % (name, dirn, p) for p in pr]
-            c["mpa_" + dirn] = mpa
-            c[dirn] = fp
-            for f in fp:
-                dprobs += ["%s %s FPDU at %d: %s" % (name, dirn, f.off, p)
-                           for p in f.problems]
-        if c.get("mpa_req") and c.get("mpa_rsp"):
-            fl = c["mpa_req"]["flags"] | c["mpa_rsp"]["flags"]
-            if fl & 0x80:
-                dprobs.append("%s: MPA markers negotiated (not handled)" % name)
-            crc_on = bool(fl & 0x40)
-            pr, nt = check_crc(c["req"] + c["rsp"], crc_on)
-            dprobs += ["%s: %s" % (name, p) for p in pr]
-            dnotes.append("%s: MPA rev %d/%d, CRC %s, %d FPDUs requester->"
-                          "responder, %d back" %
-                          (name, c["mpa_req"]["rev"], c["mpa_rsp"]["rev"],
-                           "on" if crc_on else "off", len(c["req"]), len(c["rsp"])))
-            dnotes += ["%s: %s" % (name, n) for n in nt]
+        if c["mpa_req"] and c["mpa_rsp"]:
             c["msgs"] = messages(c["req"])
             dnotes.append("%s: requester messages: %s" %
                           (name, " ".join(kname(k) for k, _ in c["msgs"])))

@@ -1,43 +1,61 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """
-iwarp_capture.py - decode the MPA connection setup of RFC 5044 / RFC 6581
-from a pcap file, without tshark (tshark 4.0 shows the RFC 6581 IRD/ORD word
-only as raw private data bytes, and its startup costs seconds under TCG).
+iwarp_capture.py - iWARP captures for the wire checkers: pcap reading, TCP
+reassembly, MPA Request/Reply frames and FPDUs (RFC 5044, RFC 6581;
+markers off), DDP and RDMAP headers (RFC 5041, RFC 5040, RFC 7306),
+Terminate, CRC32c. Standard library only, no tshark (tshark 4.0 shows the
+RFC 6581 IRD/ORD word only as raw private data bytes, has no dissector for
+RDMAP opcodes 0x8/0x9, and its startup costs seconds under TCG).
+
+Every iWARP number comes from include/siwx/wire.h through siwx_wire.py;
+the numbers of pcap, Ethernet, IP and TCP are this file's own.
 
     iwarp_capture.py CAPTURE.pcap PORT
 
 prints one line per TCP connection to PORT (the rdma_cm listener):
 
-    conn sport=S req=<frame> rep=<frame> rtr=<fpdu> term_i=<term> term_r=<term>
+    conn sport=S req=[<frame>] rep=[<frame>] rtr=[<fpdu>] term_i=[<term>]
+    term_r=[<term>]
 
 with <frame> = "rev=R flags=0xFF s=S c=C r=R pd_len=N ird=I ord=O a=A b=B
 c_rtr=C d_rtr=D" (ird.. only when S is set and the private data holds the
 4-byte word; "-" when the frame is absent), <fpdu> the first FPDU the
 initiator sent after the Reply, as "op=OPCODE len=ULPDU_LEN qn=.. msn=..
 size=.." (size only for a Read Request), and <term> the first Terminate
-each side sent ("layer=L etype=E code=C" or "-"). Used as a module by
-selftests/mpa/mpa_suite.py (decode()), selftests/mpa/mpa_pair_wire.py and
-selftests/rsockets/rsockets_wire.py (the parsers below).
+each side sent ("layer=L etype=E code=C" or "-").
 
-Pure logic: reads the libpcap format (Ethernet with or without VLAN tags,
-Linux cooked v1/v2, BSD loopback or raw IP link types; IPv4/IPv6, TCP),
-reassembles each direction by sequence number, then parses MPA
-Request/Reply frames and FPDUs (markers off). Every iWARP number comes
-from include/siwx/wire.h through siwx_wire.py; the numbers of pcap,
-Ethernet, IP and TCP are this file's own.
+Users: mpa_suite.py and test_mpa_wire.py (decode()), mpa_pair_wire.py and
+rsockets_wire.py (pcap input, parse_frame(), parse_fpdus()),
+atomic_wire.py and imm_wire.py (tshark field dump input,
+decode_connection(), TAP).
 
-Library:
-  packets(path)           every TCP segment of the capture
-  flows(path)             {(src, sport, dst, dport): Flow}, each direction
-                          reassembled (Flow.stream(): (bytes, gap?);
-                          Flow.filled(): on past holes, (bytes, holes))
+Input: one direction of a TCP connection is a Flow, reassembled by
+sequence number, from either source:
+  flows(path)             a libpcap file (Ethernet with or without VLAN
+                          tags, Linux cooked v1/v2, BSD loopback, raw IP;
+                          IPv4/IPv6): {(src, sport, dst, dport): Flow}
+  read_frames(path)       a tshark field dump (FRAMES.tsv):
+                          ({(sport, dport): Flow}, Terminate rows, opcodes)
+  packets(path)           every TCP segment of a libpcap file
+  Flow.stream()           (bytes up to the first hole, hole?)
+  Flow.filled()           (bytes on past holes, [(offset, length)] of them)
   connections(fl, port)   the TCP connections to PORT, in capture order;
                           mpa_connections() those opened by an MPA Request
-                          (the last one is the newest attempt)
-  parse_frame(b, key)     an MPA Request/Reply at the start of b
-  parse_fpdus(b)          the FPDUs of a stream after its MPA frame
-  decode(path, port)      all of it per connection, as mpa_suite.py uses it
+  endpoint(addr, port)    'ADDR:PORT'
+
+Decoding the bytes of a direction:
+  parse_frame(b, key)     an MPA Request/Reply at the start of b (dict)
+  frames(b, off)          the FPDU framing walk: one Fpdu per length field
+  ddp(f)                  the DDP/RDMAP header of an Fpdu, with the Read
+                          Request size and the Terminate control
+  parse_fpdus(b)          the FPDUs of a stream after its MPA frame, dicts
+  parse_direction(b, key) the MPA frame, then the complete FPDUs, Fpdus,
+                          and problems
+  atomic_request(p), atomic_response(p)   RFC 7306 headers
+  crc32c(b), check_crc(fpdus, crc_on)
+  decode(path, port)      all of it per connection to PORT (main())
+  decode_connection(...)  the same for one connection of read_frames()
 """
 import os
 import socket
@@ -48,6 +66,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import siwx_wire as W  # noqa: E402
 
 KEY_REQ, KEY_REP = W.KEY_REQ, W.KEY_REP
+
+
+def be16(b, o):
+    return struct.unpack_from(">H", b, o)[0]
+
+
+def be32(b, o):
+    return struct.unpack_from(">I", b, o)[0]
+
+
+def be64(b, o):
+    return struct.unpack_from(">Q", b, o)[0]
+
+
+# ---------------------------------------------------------------- pcap
+
 # pcap link types read: BSD loopback (null), Ethernet, raw IP, Linux
 # cooked v1, raw IPv4, raw IPv6, Linux cooked v2
 LINKTYPES = (0, 1, 101, 113, 228, 229, 276)
@@ -150,9 +184,12 @@ def endpoint(addr, port):
     return "%s:%d" % (socket.inet_ntop(fam, addr), port)
 
 
+# ---------------------------------------------------------------- TCP
+
 class Flow:
-    """One direction of a TCP connection: t0 (its first packet), isn (of
-    its SYN), segs [(seq, payload)], fin, rst."""
+    """One direction of a TCP connection: t0 (its first packet: the
+    timestamp, or read_frames()' frame number), isn (of its SYN, None
+    when not seen), segs [(seq, payload)], fin, rst."""
 
     def __init__(self, ts):
         self.t0 = ts
@@ -166,7 +203,8 @@ class Flow:
         + 1, else the lowest seen); (bytes, gap?), gap: data after a hole
         is left out."""
         if self._stream is None:
-            self._stream = self._reassemble()
+            out, holes = self._assemble(False)
+            self._stream = out, bool(holes)
         return self._stream
 
     def filled(self):
@@ -196,10 +234,6 @@ class Flow:
                 out += d[len(out) - rel:]
         return bytes(out), holes
 
-    def _reassemble(self):
-        out, holes = self._assemble(False)
-        return out, bool(holes)
-
 
 def flows(path, partial=False, whole=False):
     """{(src, sport, dst, dport): Flow} of every TCP direction in the
@@ -221,6 +255,43 @@ def flows(path, partial=False, whole=False):
         if payload:
             fl.segs.append((seq, payload))
     return out
+
+
+def read_frames(path):
+    """A tshark field dump (FRAMES.tsv) -> ({(sport, dport): Flow} of the
+    directions that carry payload, [tshark Terminate rows], {dport: set of
+    tshark RDMAP opcodes})
+
+    Columns: frame number, tcp.srcport, tcp.dstport, tcp.seq, tcp.len,
+    tcp.payload, then tshark's Terminate fields (layer, etype, code, M, D,
+    R) and, optionally, its RDMAP opcode (column 12). The dump has no SYN:
+    each direction starts at its lowest sequence number."""
+    fl, terms, tops = {}, [], {}
+    with open(path) as f:
+        for line in f:
+            c = line.rstrip("\n").split("\t")
+            if len(c) < 6 or not c[1]:
+                continue
+            try:
+                sp, dp, seq = int(c[1]), int(c[2]), int(c[3])
+            except ValueError:
+                continue
+            pl = c[5].replace(":", "").strip()
+            if pl:
+                payload = bytes.fromhex(pl)
+                if (sp, dp) not in fl:
+                    fl[(sp, dp)] = Flow(c[0])
+                fl[(sp, dp)].segs.append((seq, payload))
+
+            def col(i):
+                return c[i] if len(c) > i else ""
+            if col(6):
+                terms.append({"sport": sp, "dport": dp, "frame": c[0],
+                              "layer": col(6), "etype": col(7), "code": col(8),
+                              "m": col(9), "d": col(10), "r": col(11)})
+            if col(12):     # keyed by the receiving port
+                tops.setdefault(dp, set()).add(col(12))
+    return fl, terms, tops
 
 
 def connections(fl, port):
@@ -245,17 +316,7 @@ def mpa_connections(conns):
             if c[1].stream()[0][:W.MPA_KEY_SIZE] == KEY_REQ]
 
 
-def be16(b, o):
-    return struct.unpack_from(">H", b, o)[0]
-
-
-def be32(b, o):
-    return struct.unpack_from(">I", b, o)[0]
-
-
-def be64(b, o):
-    return struct.unpack_from(">Q", b, o)[0]
-
+# ---------------------------------------------------------------- MPA
 
 def _bit(v, mask):
     return int(bool(v & mask))
@@ -289,58 +350,324 @@ def parse_frame(b, key, strict=True):
     return f, W.MPA_RR_HDR_SIZE + pd_len
 
 
-def parse_fpdus(b, crc=None):
-    """FPDUs of a stream after the MPA frame: list of dicts, the last one
-    possibly incomplete (complete=0). len: ULPDU length; plen: ULP payload
-    after the DDP/RDMAP header; wlen: bytes on the wire (pad, CRC field
-    included, present even with CRC off); t, l, dv: DDP tagged/last flags
-    and version; rv, op: RDMAP version and opcode; stag, to (tagged) or
-    qn, msn, mo (untagged); size: a Read Request's message size; layer,
-    etype, code, hdrct: a Terminate's control field; crcfield (complete
-    FPDUs only). crc is not used (the CRC field is always there)."""
-    out, off = [], 0
+class Fpdu:
+    """One FPDU of a stream: off (where its length field is), mpalen (its
+    ULPDU_Length), ulpdu (the ULPDU's bytes, cut short when the stream
+    ends first), wlen (bytes on the wire: length field, ULPDU, pad, CRC
+    field, which is there even with CRC off), complete; covered (the bytes
+    the CRC covers) and crc (the CRC field) of a complete one. ddp() adds
+    the DDP/RDMAP header."""
+
+    def __init__(self, b, off):
+        self._b = b
+        self.off = off
+        self.mpalen = be16(b, off)
+        self.wlen = W.fpdu_len(self.mpalen)
+        start = off + W.MPA_HDR_SIZE
+        self.ulpdu = b[start:start + self.mpalen]
+        self.complete = off + self.wlen <= len(b)
+
+    @property
+    def covered(self):
+        return self._b[self.off:self.off + self.wlen - W.MPA_CRC_SIZE]
+
+    @property
+    def crc(self):
+        return self._b[self.off + self.wlen - W.MPA_CRC_SIZE:
+                       self.off + self.wlen]
+
+
+def frames(b, off=0):
+    """The FPDU framing walk (markers off): an Fpdu for every length field
+    from offset off on, the last one possibly incomplete; ends when fewer
+    bytes than a length field are left."""
     while off + W.MPA_HDR_SIZE <= len(b):
-        ulen = be16(b, off)
-        total = W.fpdu_len(ulen)
-        u = b[off + W.MPA_HDR_SIZE:off + W.MPA_HDR_SIZE + ulen]
-        if len(u) < W.DDP_CTRL_SIZE:
+        f = Fpdu(b, off)
+        yield f
+        off += f.wlen
+
+
+def _shift(mask):
+    """the bit number of the lowest bit of mask"""
+    return (mask & -mask).bit_length() - 1
+
+
+# the M, D and R bits of the Terminate control as one number (MDR)
+_HDRCT_SHIFT = _shift(W.TERM_FLAG_R)
+
+
+def ddp(f):
+    """The DDP and RDMAP header of f.ulpdu into f: tagged, last, ddp_rsvd,
+    dv; rv, rsvd_ulp, opcode; stag, to (tagged) or inval, qn, msn, mo
+    (untagged), hdr and payload (the bytes after the DDP header) when the
+    header is all there; rreq_size of a Read Request; layer, etype, code,
+    hdrct (M, D, R as one number), term_m, term_d, term_r of a Terminate.
+    f.kind is the RDMAP opcode, None when the headers are truncated (see
+    f.problems). Returns f."""
+    u = f.ulpdu
+    f.problems = []
+    f.kind = None
+    if len(u) < W.DDP_CTRL_SIZE:
+        f.problems.append("ULPDU of %d bytes" % len(u))
+        return f
+    b0, b1 = u[0], u[1]
+    f.tagged = bool(b0 & W.DDP_FLAG_T)
+    f.last = bool(b0 & W.DDP_FLAG_L)
+    f.ddp_rsvd = (b0 & W.DDP_MASK_RSVD) >> W.DDP_RSVD_SHIFT
+    f.dv = b0 & W.DDP_MASK_DV
+    f.rv = (b1 & W.RDMAP_MASK_RV) >> W.RDMAP_RV_SHIFT
+    f.rsvd_ulp = (b1 & W.RDMAP_MASK_RSVD) >> W.RDMAP_RSVD_SHIFT
+    f.opcode = b1 & W.RDMAP_MASK_OPCODE
+    f.hdr_size = W.DDP_TAGGED_HDR_SIZE if f.tagged else \
+        W.DDP_UNTAGGED_HDR_SIZE
+    if len(u) < f.hdr_size:
+        f.problems.append("%s header truncated" %
+                          ("tagged" if f.tagged else "untagged"))
+        return f
+    if f.tagged:
+        f.stag, f.to = be32(u, W.DDP_OFF_STAG), be64(u, W.DDP_OFF_TO)
+    else:
+        f.inval, f.qn = be32(u, W.DDP_OFF_INVAL_STAG), be32(u, W.DDP_OFF_QN)
+        f.msn, f.mo = be32(u, W.DDP_OFF_MSN), be32(u, W.DDP_OFF_MO)
+    f.hdr, p = u[:f.hdr_size], u[f.hdr_size:]
+    f.payload = p
+    if not f.tagged and f.opcode == W.RDMAP_OP_READ_REQ and \
+            len(p) >= W.RREQ_OFF_SIZE + 4:
+        f.rreq_size = be32(p, W.RREQ_OFF_SIZE)
+    if f.opcode == W.RDMAP_OP_TERMINATE and \
+            len(p) >= W.RDMAP_TERM_CTRL_SIZE:
+        le, fl = p[W.TERM_OFF_LAYER_ETYPE], p[W.TERM_OFF_FLAGS]
+        f.layer, f.etype = le >> W.TERM_LAYER_SHIFT, le & W.TERM_ETYPE_MASK
+        f.code = p[W.TERM_OFF_ECODE]
+        f.hdrct = fl >> _HDRCT_SHIFT
+        f.term_m = bool(fl & W.TERM_FLAG_M)
+        f.term_d = bool(fl & W.TERM_FLAG_D)
+        f.term_r = bool(fl & W.TERM_FLAG_R)
+    f.kind = f.opcode
+    return f
+
+
+def parse_fpdus(b):
+    """FPDUs of a stream after the MPA frame: list of dicts, the last one
+    possibly incomplete (complete=0); ends at an FPDU with less than the
+    2-byte DDP/RDMAP control of ULPDU. len: ULPDU length; plen: ULP
+    payload after the DDP/RDMAP header; wlen: bytes on the wire (pad, CRC
+    field included, present even with CRC off); t, l, dv: DDP
+    tagged/last flags and version; rv, op: RDMAP version and opcode; stag,
+    to (tagged) or qn, msn, mo (untagged); size: a Read Request's message
+    size; layer, etype, code, hdrct: a Terminate's control field; crcfield
+    (complete FPDUs only)."""
+    out = []
+    for f in frames(b):
+        if len(f.ulpdu) < W.DDP_CTRL_SIZE:
             break
-        ddp, rdmap = u[0], u[1]
-        d = {"len": ulen, "t": _bit(ddp, W.DDP_FLAG_T),
-             "l": _bit(ddp, W.DDP_FLAG_L), "dv": ddp & W.DDP_MASK_DV,
-             "rv": (rdmap & W.RDMAP_MASK_RV) >> W.RDMAP_RV_SHIFT,
-             "op": rdmap & W.RDMAP_MASK_OPCODE,
-             "wlen": total, "complete": int(off + total <= len(b))}
-        if d["t"]:
-            hl = W.DDP_TAGGED_HDR_SIZE
-            if len(u) >= hl:
-                d["stag"], d["to"] = be32(u, W.DDP_OFF_STAG), \
-                    be64(u, W.DDP_OFF_TO)
-        else:
-            hl = W.DDP_UNTAGGED_HDR_SIZE
-            if len(u) >= hl:
-                d["qn"], d["msn"], d["mo"] = be32(u, W.DDP_OFF_QN), \
-                    be32(u, W.DDP_OFF_MSN), be32(u, W.DDP_OFF_MO)
-        d["plen"] = max(ulen - hl, 0)
-        p = u[hl:]
-        if not d["t"] and d["op"] == W.RDMAP_OP_READ_REQ and \
-                len(p) >= W.RREQ_OFF_SIZE + 4:
-            d["size"] = be32(p, W.RREQ_OFF_SIZE)
-        if d["op"] == W.RDMAP_OP_TERMINATE and \
-                len(p) >= W.RDMAP_TERM_CTRL_SIZE:
-            le = p[W.TERM_OFF_LAYER_ETYPE]
-            d["layer"], d["etype"] = le >> W.TERM_LAYER_SHIFT, \
-                le & W.TERM_ETYPE_MASK
-            d["code"] = p[W.TERM_OFF_ECODE]
-            # the M, D and R bits as one number
-            d["hdrct"] = p[W.TERM_OFF_FLAGS] >> \
-                (W.TERM_FLAG_R.bit_length() - 1)
-        if d["complete"]:
-            d["crcfield"] = be32(b, off + total - W.MPA_CRC_SIZE)
+        ddp(f)
+        d = {"len": f.mpalen, "t": int(f.tagged), "l": int(f.last),
+             "dv": f.dv, "rv": f.rv, "op": f.opcode, "wlen": f.wlen,
+             "complete": int(f.complete)}
+        if f.kind is not None and f.tagged:
+            d["stag"], d["to"] = f.stag, f.to
+        elif f.kind is not None:
+            d["qn"], d["msn"], d["mo"] = f.qn, f.msn, f.mo
+        d["plen"] = max(f.mpalen - f.hdr_size, 0)
+        if hasattr(f, "rreq_size"):
+            d["size"] = f.rreq_size
+        if hasattr(f, "layer"):
+            d["layer"], d["etype"], d["code"] = f.layer, f.etype, f.code
+            d["hdrct"] = f.hdrct
+        if f.complete:
+            d["crcfield"] = be32(f.crc, 0)
         out.append(d)
-        off += total
     return out
 
+
+def parse_direction(data, want_key):
+    """The MPA frame at the start of data, then its complete FPDUs, each
+    decoded by ddp(). Returns (parse_frame() dict, [Fpdu], problems)."""
+    mpa, pos = parse_frame(data, want_key)
+    if mpa is None:
+        return None, [], ["stream does not start with %r" % want_key]
+    probs, fpdus = [], []
+    for f in frames(data, pos):
+        if not f.complete:
+            probs.append("FPDU at offset %d (ULPDU %d bytes) runs past the "
+                         "capture (%d bytes)" % (f.off, f.mpalen, len(data)))
+            break
+        fpdus.append(ddp(f))
+        pos = f.off + f.wlen
+    else:
+        if pos < len(data):     # a byte, but no length field
+            probs.append("truncated FPDU at offset %d" % pos)
+    return mpa, fpdus, probs
+
+
+# ---------------------------------------------------------------- RDMAP
+
+def atomic_request(p):
+    """The RFC 7306 Atomic Request header at the start of p (52 bytes)."""
+    w = be32(p, W.AREQ_OFF_AOPCODE)
+    return {"rsvd": (w & W.AREQ_RSVD_MASK) >> _shift(W.AREQ_RSVD_MASK),
+            "aop": w & W.AREQ_AOPCODE_MASK, "id": be32(p, W.AREQ_OFF_REQ_ID),
+            "stag": be32(p, W.AREQ_OFF_STAG), "to": be64(p, W.AREQ_OFF_TO),
+            "asdata": be64(p, W.AREQ_OFF_ADD_SWAP),
+            "asmask": be64(p, W.AREQ_OFF_ADD_SWAP_MASK),
+            "cdata": be64(p, W.AREQ_OFF_COMPARE),
+            "cmask": be64(p, W.AREQ_OFF_COMPARE_MASK)}
+
+
+def atomic_response(p):
+    """The RFC 7306 Atomic Response header at the start of p (12 bytes):
+    (Original Request Identifier, Original Remote Data Value)."""
+    return be32(p, W.ARESP_OFF_REQ_ID), be64(p, W.ARESP_OFF_VALUE)
+
+
+# ---------------------------------------------------------------- CRC32c
+
+def _crc_table():
+    t = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ W.MPA_CRC32C_POLY if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+CRC_T = _crc_table()
+
+
+def crc32c(b):
+    """CRC32c (Castagnoli, reflected) as MPA and iSCSI use it."""
+    c = W.MPA_CRC32C_INIT
+    for x in b:
+        c = CRC_T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ W.MPA_CRC32C_XOROUT
+
+
+def check_crc(fpdus, crc_on):
+    """(problems, notes) of the CRC fields of complete Fpdus: each must
+    be the CRC32c of the FPDU (either byte order) when CRC is on; zero or
+    valid when it is off."""
+    probs, notes, order = [], [], set()
+    for f in fpdus:
+        got, want = f.crc, crc32c(f.covered)
+        if crc_on:
+            if got == struct.pack("<I", want):
+                order.add("little-endian")
+            elif got == struct.pack(">I", want):
+                order.add("big-endian")
+            else:
+                probs.append("FPDU at %d: CRC %s, computed 0x%08x" %
+                             (f.off, got.hex(), want))
+        elif got != bytes(W.MPA_CRC_SIZE) and \
+                got not in (struct.pack("<I", want), struct.pack(">I", want)):
+            probs.append("FPDU at %d: CRC not negotiated but field is %s" %
+                         (f.off, got.hex()))
+    if crc_on and order:
+        notes.append("CRC32c valid on every FPDU (%s)" %
+                     "/".join(sorted(order)))
+    return probs, notes
+
+
+# ---------------------------------------------------------------- decoders
+
+def decode(path, port):
+    """List of per-connection dicts for connections to TCP port PORT of a
+    libpcap file: sport, req and rep (parse_frame() dicts or None),
+    fpdus_i and fpdus_r (parse_fpdus() of each direction after the MPA
+    frames, unless the Reply rejects), rtr (the initiator's first FPDU),
+    term_i and term_r (the first Terminate each side sent); by sport."""
+    conns = []
+    for (_, sport, _, _), ifl, rfl in connections(flows(path), port):
+        if not ifl.segs:                # refused: no payload
+            continue
+        ib, rb = ifl.stream()[0], rfl.stream()[0]
+        req, rl = parse_frame(ib, KEY_REQ)
+        rep, pl = parse_frame(rb, KEY_REP)
+        c = {"sport": sport, "req": req, "rep": rep, "rtr": None,
+             "term_i": None, "term_r": None, "fpdus_i": [], "fpdus_r": []}
+        if req and rep and not rep["r"]:
+            fi, fr = parse_fpdus(ib[rl:]), parse_fpdus(rb[pl:])
+            c["fpdus_i"], c["fpdus_r"] = fi, fr
+            c["rtr"] = fi[0] if fi else None
+            c["term_i"] = next((d for d in fi
+                                if d["op"] == W.RDMAP_OP_TERMINATE), None)
+            c["term_r"] = next((d for d in fr
+                                if d["op"] == W.RDMAP_OP_TERMINATE), None)
+        conns.append(c)
+    conns.sort(key=lambda c: c["sport"])
+    return conns
+
+
+def decode_connection(fl, name, port, c):
+    """The connection to server port PORT of read_frames()' flows, for
+    the checkers: (problems, notes), each prefixed with NAME. Unless the
+    dump holds other than one flow each way, c gets mpa_req and mpa_rsp
+    (parse_frame() dicts or None), req and rsp ([Fpdu] requester ->
+    responder and back); the CRC fields are checked."""
+    probs, notes = [], []
+    up = [f for k, f in fl.items() if k[1] == port]
+    down = [f for k, f in fl.items() if k[0] == port]
+    if len(up) != 1 or len(down) != 1:
+        probs.append("%s (port %d): %d client->server and %d "
+                     "server->client TCP flows captured" %
+                     (name, port, len(up), len(down)))
+        return probs, notes
+    for dirn, f, key in (("req", up[0], KEY_REQ), ("rsp", down[0], KEY_REP)):
+        data, holes = f.filled()
+        probs += ["%s %s: gap of %d bytes at stream offset %d" %
+                  (name, dirn, n, off) for off, n in holes]
+        mpa, fp, pr = parse_direction(data, key)
+        probs += ["%s %s: %s" % (name, dirn, p) for p in pr]
+        c["mpa_" + dirn] = mpa
+        c[dirn] = fp
+        for g in fp:
+            probs += ["%s %s FPDU at %d: %s" % (name, dirn, g.off, p)
+                      for p in g.problems]
+    if c["mpa_req"] and c["mpa_rsp"]:
+        flags = c["mpa_req"]["flags"] | c["mpa_rsp"]["flags"]
+        if flags & W.MPA_FLAG_M:
+            probs.append("%s: MPA markers negotiated (not handled)" % name)
+        crc_on = bool(flags & W.MPA_FLAG_C)
+        pr, nt = check_crc(c["req"] + c["rsp"], crc_on)
+        probs += ["%s: %s" % (name, p) for p in pr]
+        notes.append("%s: MPA rev %d/%d, CRC %s, %d FPDUs requester->"
+                     "responder, %d back" %
+                     (name, c["mpa_req"]["rev"], c["mpa_rsp"]["rev"],
+                      "on" if crc_on else "off", len(c["req"]),
+                      len(c["rsp"])))
+        notes += ["%s: %s" % (name, n) for n in nt]
+    return probs, notes
+
+
+class TAP:
+    """TAP results named SUITE.NAME; at most MAX_PROBLEMS problem lines
+    are printed per result."""
+
+    def __init__(self, suite, max_problems):
+        self.suite = suite
+        self.max_problems = max_problems
+        self.n = 0
+        self.fails = 0
+        self.lines = []
+
+    def result(self, name, problems, notes=()):
+        self.n += 1
+        for n in notes:
+            self.lines.append("# %s: %s" % (name, n))
+        for p in problems[:self.max_problems]:
+            self.lines.append("# %s: %s" % (name, p))
+        if len(problems) > self.max_problems:
+            self.lines.append("# %s: ... %d more" %
+                              (name, len(problems) - self.max_problems))
+        if problems:
+            self.fails += 1
+            self.lines.append("not ok %d %s.%s" % (self.n, self.suite, name))
+        else:
+            self.lines.append("ok %d %s.%s" % (self.n, self.suite, name))
+
+
+# ---------------------------------------------------------------- CLI
 
 def _fmt_frame(f):
     if not f:
@@ -369,31 +696,6 @@ def _fmt_term(d):
     return "layer=%d etype=%d code=%d" % (d.get("layer", -1),
                                           d.get("etype", -1),
                                           d.get("code", -1))
-
-
-def decode(path, port):
-    """List of per-connection dicts for connections to TCP port PORT."""
-    conns = []
-    for (_, sport, _, _), ifl, rfl in connections(flows(path), port):
-        if not ifl.segs:                # refused: no payload
-            continue
-        ib, rb = ifl.stream()[0], rfl.stream()[0]
-        req, rl = parse_frame(ib, KEY_REQ)
-        rep, pl = parse_frame(rb, KEY_REP)
-        c = {"sport": sport, "req": req, "rep": rep, "rtr": None,
-             "term_i": None, "term_r": None, "fpdus_i": [], "fpdus_r": []}
-        if req and rep and not rep["r"]:
-            fi = parse_fpdus(ib[rl:], rep["c"] or req["c"])
-            fr = parse_fpdus(rb[pl:], rep["c"] or req["c"])
-            c["fpdus_i"], c["fpdus_r"] = fi, fr
-            c["rtr"] = fi[0] if fi else None
-            c["term_i"] = next((d for d in fi
-                                if d["op"] == W.RDMAP_OP_TERMINATE), None)
-            c["term_r"] = next((d for d in fr
-                                if d["op"] == W.RDMAP_OP_TERMINATE), None)
-        conns.append(c)
-    conns.sort(key=lambda c: c["sport"])
-    return conns
 
 
 def main():
