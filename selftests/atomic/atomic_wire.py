@@ -17,7 +17,8 @@ Atomic Request/Response (RFC 7306), Terminate. Nothing here depends on
 tshark's RDMAP dissector.
 
 The TCP reassembly, MPA/DDP/RDMAP parsing, CRC check and TAP output
-are those of selftests/lib/iwarp_capture.py.
+are those of selftests/lib/iwarp_capture.py, the wire numbers those of
+include/siwx/wire.h (selftests/lib/siwx_wire.py).
 
 The expected values come from the operands atomic_peer printed and an
 independent model of the operations (RFC 7306 5.2):
@@ -32,8 +33,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
-from iwarp_capture import (TAP, be16, be32, be64,  # noqa: E402
-                           decode_connection, read_frames)
+import siwx_wire as W  # noqa: E402
+from iwarp_capture import (TAP, atomic_request,  # noqa: E402
+                           atomic_response, be16, decode_connection,
+                           read_frames)
 
 M64 = (1 << 64) - 1
 
@@ -80,11 +83,7 @@ def read_peer(path):
 
 
 def atomic_req(f):
-    p = f.payload
-    w = be32(p, 0)
-    return {"rsvd": w >> 4, "aop": w & 0xF, "id": be32(p, 4), "stag": be32(p, 8),
-            "to": be64(p, 12), "asdata": be64(p, 20), "asmask": be64(p, 28),
-            "cdata": be64(p, 36), "cmask": be64(p, 44)}
+    return atomic_request(f.payload)
 
 
 def hexs(v):
@@ -113,13 +112,13 @@ def main():
 
     def qn1(c):
         return [f for f in c["req"] if f.kind is not None and not f.tagged
-                and f.qn == 1]
+                and f.qn == W.DDP_QN_READ_REQ]
 
     def areqs(c):
-        return [f for f in c["req"] if f.kind == 0xA]
+        return [f for f in c["req"] if f.kind == W.RDMAP_OP_ATOMIC_REQ]
 
     def arsps(c):
-        return [f for f in c["rsp"] if f.kind == 0xB]
+        return [f for f in c["rsp"] if f.kind == W.RDMAP_OP_ATOMIC_RESP]
 
     # ---- request headers (all connections)
     probs, cnt = [], 0
@@ -130,32 +129,35 @@ def main():
             if f.tagged:
                 probs.append(w + ": tagged")
                 continue
-            if f.rv != 1:
+            if f.rv != W.RDMAP_VERSION:
                 probs.append(w + ": RDMAP version %d" % f.rv)
-            if f.dv != 1:
+            if f.dv != W.DDP_VERSION:
                 probs.append(w + ": DDP version %d" % f.dv)
             if not f.last:
                 probs.append(w + ": L flag clear")
-            if f.qn != 1:
-                probs.append(w + ": QN %d, want 1" % f.qn)
+            if f.qn != W.DDP_QN_READ_REQ:
+                probs.append(w + ": QN %d, want %d" %
+                             (f.qn, W.DDP_QN_READ_REQ))
             if f.mo != 0:
                 probs.append(w + ": MO %d" % f.mo)
             if f.inval != 0:
                 probs.append(w + ": Invalidate STag 0x%08x, want 0" % f.inval)
-            if len(f.payload) != 52:
-                probs.append(w + ": %d bytes after the DDP header, want 52" %
-                             len(f.payload))
+            if len(f.payload) != W.RDMAP_ATOMIC_REQ_SIZE:
+                probs.append(w + ": %d bytes after the DDP header, want %d" %
+                             (len(f.payload), W.RDMAP_ATOMIC_REQ_SIZE))
             elif atomic_req(f)["rsvd"]:
                 probs.append(w + ": reserved bits 0x%07x" % atomic_req(f)["rsvd"])
     if cnt == 0:
-        probs.append("no Atomic Request (RDMAP opcode 0xA) on the wire")
+        probs.append("no Atomic Request (RDMAP opcode 0x%X) on the wire" %
+                     W.RDMAP_OP_ATOMIC_REQ)
     tap.result("request_headers", probs, ["%d Atomic Requests" % cnt])
 
     # ---- request operands == posted, per connection in order
     probs, notes = [], []
     for c in C.values():
         posted = [o for o in c["ops"] if o.get("kind") in ("fa", "cs")]
-        wire = [f for f in areqs(c) if len(f.payload) == 52]
+        wire = [f for f in areqs(c)
+                if len(f.payload) == W.RDMAP_ATOMIC_REQ_SIZE]
         if len(posted) != len(wire):
             probs.append("%s: %d atomics posted, %d Atomic Requests on the wire"
                          % (c["name"], len(posted), len(wire)))
@@ -164,10 +166,10 @@ def main():
             masked = o["masked"] == "1"
             want = {"stag": int(o["rkey"], 16), "to": int(o["raddr"], 16)}
             if o["kind"] == "fa":
-                want.update(aop=0, asdata=int(o["add"], 16),
+                want.update(aop=W.AOP_FETCH_ADD, asdata=int(o["add"], 16),
                             asmask=int(o["fmask"], 16) if masked else 0)
             else:
-                want.update(aop=2, asdata=int(o["swap"], 16),
+                want.update(aop=W.AOP_CMP_SWAP, asdata=int(o["swap"], 16),
                             asmask=int(o["smask"], 16) if masked else M64,
                             cdata=int(o["cmp"], 16),
                             cmask=int(o["cmask"], 16) if masked else M64)
@@ -187,7 +189,8 @@ def main():
     probs, notes = [], []
     for c in C.values():
         q = qn1(c)
-        kinds = "".join("A" if f.kind == 0xA else "R" if f.kind == 0x1 else "?"
+        kinds = "".join("A" if f.kind == W.RDMAP_OP_ATOMIC_REQ else
+                        "R" if f.kind == W.RDMAP_OP_READ_REQ else "?"
                         for f in q)
         posted = "".join("A" if o.get("kind") in ("fa", "cs") else "R"
                          for o in c["ops"])
@@ -196,10 +199,11 @@ def main():
         if kinds != posted:
             probs.append("%s: queue 1 carries %s, posted %s" %
                          (c["name"], kinds, posted))
-        if msns != list(range(1, len(msns) + 1)):
+        if msns != list(range(W.DDP_MSN_FIRST, W.DDP_MSN_FIRST + len(msns))):
             probs.append("%s: queue 1 MSNs %s, want 1..%d" %
                          (c["name"], msns, len(msns)))
-    if not any(f.kind == 0x1 for c in C.values() for f in qn1(c)):
+    if not any(f.kind == W.RDMAP_OP_READ_REQ for c in C.values()
+               for f in qn1(c)):
         probs.append("no RDMA Read Request seen")
     tap.result("msn_shared_with_read", probs, notes)
 
@@ -213,26 +217,28 @@ def main():
             if f.tagged:
                 probs.append(w + ": tagged")
                 continue
-            if f.rv != 1:
+            if f.rv != W.RDMAP_VERSION:
                 probs.append(w + ": RDMAP version %d" % f.rv)
-            if f.qn != 3:
-                probs.append(w + ": QN %d, want 3" % f.qn)
+            if f.qn != W.DDP_QN_ATOMIC_RESP:
+                probs.append(w + ": QN %d, want %d" %
+                             (f.qn, W.DDP_QN_ATOMIC_RESP))
             if not f.last:
                 probs.append(w + ": L flag clear")
             if f.mo != 0:
                 probs.append(w + ": MO %d" % f.mo)
             if f.inval != 0:
                 probs.append(w + ": Invalidate STag 0x%08x" % f.inval)
-            if len(f.payload) != 12:
-                probs.append(w + ": %d bytes after the DDP header, want 12" %
-                             len(f.payload))
+            if len(f.payload) != W.RDMAP_ATOMIC_RESP_SIZE:
+                probs.append(w + ": %d bytes after the DDP header, want %d" %
+                             (len(f.payload), W.RDMAP_ATOMIC_RESP_SIZE))
         msns = [f.msn for f in rs if not f.tagged]
-        if msns != list(range(1, len(msns) + 1)):
+        if msns != list(range(W.DDP_MSN_FIRST, W.DDP_MSN_FIRST + len(msns))):
             probs.append("%s: response MSNs %s, want 1..%d" %
                          (c["name"], msns, len(msns)))
         notes.append("%s: %d Atomic Responses, MSNs %s" % (c["name"], len(rs), msns))
     if cnt == 0:
-        probs.append("no Atomic Response (RDMAP opcode 0xB) on the wire")
+        probs.append("no Atomic Response (RDMAP opcode 0x%X) on the wire" %
+                     W.RDMAP_OP_ATOMIC_RESP)
     tap.result("response_headers", probs, notes)
 
     # ---- request ids echoed, original values as the model says
@@ -244,8 +250,10 @@ def main():
             continue
         base = int(init["base"], 16)
         mem = {i: int(init["w%d" % i], 16) for i in range(4)}
-        reqs = [atomic_req(f) for f in areqs(c) if len(f.payload) == 52]
-        rsps = [f for f in arsps(c) if len(f.payload) == 12]
+        reqs = [atomic_req(f) for f in areqs(c)
+                if len(f.payload) == W.RDMAP_ATOMIC_REQ_SIZE]
+        rsps = [f for f in arsps(c)
+                if len(f.payload) == W.RDMAP_ATOMIC_RESP_SIZE]
         posted = [o for o in c["ops"] if o.get("kind") in ("fa", "cs")]
         # only requests that were valid get a response
         valid = [o for o in posted if o.get("status") == "success"]
@@ -253,14 +261,14 @@ def main():
             pid.append("%s: %d Atomic Responses for %d successful atomics" %
                        (c["name"], len(rsps), len(valid)))
         for k, f in enumerate(rsps):
-            oid, oval = be32(f.payload, 0), be64(f.payload, 4)
+            oid, oval = atomic_response(f.payload)
             if k < len(reqs) and oid != reqs[k]["id"]:
                 pid.append("%s response %d: Original Request Id 0x%08x, request "
                            "had 0x%08x" % (c["name"], k + 1, oid, reqs[k]["id"]))
             if k >= len(valid):
                 continue
             o = valid[k]
-            wi = (int(o["raddr"], 16) - base) // 8
+            wi = (int(o["raddr"], 16) - base) // W.ATOMIC_SIZE
             cur = mem.get(wi)
             if cur is None:
                 pval.append("%s op %s: target outside the words" % (c["name"], o["n"]))
@@ -297,13 +305,14 @@ def main():
     if c and c["init"]:
         base = int(c["init"]["base"], 16)
         mem = {i: int(c["init"]["w%d" % i], 16) for i in range(4)}
-        rresp = [f for f in c["rsp"] if f.kind == 0x2]
+        rresp = [f for f in c["rsp"] if f.kind == W.RDMAP_OP_READ_RESP]
         k = 0
         for o in c["ops"]:
             if o.get("kind") == "read":
                 ln = int(o["len"])
-                w0 = (int(o["raddr"], 16) - base) // 8
-                want = b"".join(struct.pack("<Q", mem[w0 + i]) for i in range(ln // 8))
+                w0 = (int(o["raddr"], 16) - base) // W.ATOMIC_SIZE
+                want = b"".join(struct.pack("<Q", mem[w0 + i])
+                                for i in range(ln // W.ATOMIC_SIZE))
                 got = b""
                 while k < len(rresp) and len(got) < ln:
                     got += rresp[k].payload
@@ -314,7 +323,7 @@ def main():
                 continue
             if o.get("status") != "success":
                 continue
-            wi = (int(o["raddr"], 16) - base) // 8
+            wi = (int(o["raddr"], 16) - base) // W.ATOMIC_SIZE
             masked = o["masked"] == "1"
             if o["kind"] == "fa":
                 mem[wi] = model_fa(mem[wi], int(o["add"], 16),
@@ -335,45 +344,52 @@ def main():
         if not c or "req" not in c:
             tap.result("term_" + name, ["no decoded connection"])
             return
-        bad = [f for f in areqs(c) if len(f.payload) == 52]
+        bad = [f for f in areqs(c)
+               if len(f.payload) == W.RDMAP_ATOMIC_REQ_SIZE]
         bad = bad[-1] if bad else None
-        terms = [f for f in c["rsp"] if f.kind == 0x7]
+        terms = [f for f in c["rsp"] if f.kind == W.RDMAP_OP_TERMINATE]
         if not terms:
             probs.append("the responder sent no Terminate")
-        if any(f.kind == 0x7 for f in c["req"]):
+        if any(f.kind == W.RDMAP_OP_TERMINATE for f in c["req"]):
             notes.append("the requester sent a Terminate too")
         if bad is None:
             probs.append("the invalid Atomic Request is not on the wire")
         if terms:
             t = terms[0]
             p = t.payload
-            if t.tagged or t.qn != 2 or t.rv != 1:
+            if t.tagged or t.qn != W.DDP_QN_TERMINATE or \
+                    t.rv != W.RDMAP_VERSION:
                 probs.append("Terminate header: tagged %s QN %s RV %s" %
                              (t.tagged, getattr(t, "qn", "?"), t.rv))
-            if len(p) < 4:
+            if len(p) < W.RDMAP_TERM_CTRL_SIZE:
                 probs.append("Terminate of %d bytes" % len(p))
             else:
-                layer, etype, code = p[0] >> 4, p[0] & 0xF, p[1]
-                fm, fd, fr = bool(p[2] & 0x80), bool(p[2] & 0x40), bool(p[2] & 0x20)
+                layer, etype, code = t.layer, t.etype, t.code
+                fm, fd, fr = t.term_m, t.term_d, t.term_r
+                ctl = W.RDMAP_TERM_CTRL_SIZE
                 notes.append("Terminate control %s: layer %d etype %d code 0x%02x "
                              "M%d D%d R%d, %d bytes attached" %
-                             (p[:4].hex(), layer, etype, code, fm, fd, fr, len(p) - 4))
+                             (p[:ctl].hex(), layer, etype, code, fm, fd, fr,
+                              len(p) - ctl))
                 if (layer, etype, code) != (want_l, want_t, want_c):
                     probs.append("layer/etype/code %d/%d/0x%02x, want %d/%d/0x%02x (%s)"
                                  % (layer, etype, code, want_l, want_t, want_c, what))
                 if not fd:
                     probs.append("D clear: the offending DDP header is not attached")
-                att = p[4:]
+                att = p[ctl:]
                 if (fm or fd or fr) and bad is not None:
-                    seglen = be16(att, 0) if len(att) >= 2 else None
+                    seglen = be16(att, 0) if len(att) >= W.TERM_SEGLEN_SIZE \
+                        else None
                     # checked on its own in term_ddp_segment_length
                     seglens.append((name, fm, seglen, bad.mpalen))
-                    hdr = att[2:2 + 18]
+                    hoff = W.TERM_SEGLEN_SIZE
+                    hdr = att[hoff:hoff + W.DDP_UNTAGGED_HDR_SIZE]
                     if fd and hdr != bad.hdr:
                         probs.append("attached DDP header %s, the request's %s" %
                                      (hdr.hex(), bad.hdr.hex()))
                     if fr:
-                        rh = att[20:20 + 52]
+                        roff = hoff + W.DDP_UNTAGGED_HDR_SIZE
+                        rh = att[roff:roff + W.RDMAP_ATOMIC_REQ_SIZE]
                         if rh != bad.payload:
                             probs.append("attached RDMAP header %s, the request's %s"
                                          % (rh.hex(), bad.payload.hex()))
@@ -405,8 +421,11 @@ def main():
         tap.result("term_" + name, probs, notes)
 
     seglens = []
-    term_case("bad_stag", 0, 1, 0x00, "RDMAP / Remote Protection / Invalid STag")
-    term_case("misaligned", 0, 2, 0x07,
+    term_case("bad_stag", W.TERM_LAYER_RDMAP, W.RDMAP_ETYPE_REMOTE_PROTECTION,
+              W.RDMAP_ECODE_INVALID_STAG,
+              "RDMAP / Remote Protection / Invalid STag")
+    term_case("misaligned", W.TERM_LAYER_RDMAP, W.RDMAP_ETYPE_REMOTE_OPERATION,
+              W.RDMAP_ECODE_CATASTROPHIC_STREAM,
               "RDMAP / Remote Operation / Catastrophic, localized to the stream")
 
     # M set: the DDP Segment Length is that of the terminated segment,

@@ -17,7 +17,8 @@ FPDU by FPDU: DDP (RFC 5041), RDMAP (RFC 5040), Immediate Data (RFC 7306),
 Terminate.
 
 The TCP reassembly, MPA/DDP/RDMAP parsing, CRC check and TAP output
-are those of selftests/lib/iwarp_capture.py.
+are those of selftests/lib/iwarp_capture.py, the wire numbers those of
+include/siwx/wire.h (selftests/lib/siwx_wire.py).
 
 Expected values (Documentation/rfc7306.md): Immediate Data is RDMAP opcode
 0x8, 0x9 with Solicited Event; untagged, L set, QN 0, the next Send MSN,
@@ -35,6 +36,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
+import siwx_wire as W  # noqa: E402
 from iwarp_capture import (TAP, be16, decode_connection,  # noqa: E402
                            read_frames)
 
@@ -85,10 +87,21 @@ def messages(fpdus):
     return msgs
 
 
-KIND_NAMES = {0x0: "Write", 0x1: "ReadReq", 0x2: "ReadResp", 0x3: "Send",
-              0x4: "SendInv", 0x5: "Send+SE", 0x6: "SendInv+SE",
-              0x7: "Terminate", 0x8: "Imm", 0x9: "Imm+SE", 0xA: "AtomicReq",
-              0xB: "AtomicResp"}
+def _kind_name(name):
+    """The header's name as imm_wire prints it: SEND_SE_INV -> SendInv+SE"""
+    w = name.split("_")
+    return "".join(x.capitalize() for x in w if x != "SE") + \
+        ("+SE" if "SE" in w else "")
+
+
+KIND_NAMES = {op: _kind_name(n) for op, n in W.OPCODE_NAMES.items()}
+IMM_OPS = (W.RDMAP_OP_IMM, W.RDMAP_OP_IMM_SE)
+SEND_OPS = (W.RDMAP_OP_SEND, W.RDMAP_OP_SEND_SE)
+# the ULPDU of an Immediate Data message: untagged header, 8 bytes
+IMM_ULPDU = W.DDP_UNTAGGED_HDR_SIZE + W.RDMAP_IMM_SIZE
+# the Terminate of an Immediate Data message without a receive
+NO_BUFFER = (W.TERM_LAYER_DDP, W.DDP_ETYPE_UNTAGGED_BUF,
+             W.DDP_ECODE_UT_INVALID_MSN_NOBUF)
 
 
 def kname(k):
@@ -132,7 +145,7 @@ def main():
     wimms = [o for o in posted if o.get("kind") == "wimm"]
 
     def imm_fpdus(c):
-        return [f for f in c["req"] if f.kind in (0x8, 0x9)]
+        return [f for f in c["req"] if f.kind in IMM_OPS]
 
     # ---- headers of every Immediate Data message (both connections)
     probs, cnt = [], 0
@@ -143,28 +156,30 @@ def main():
             if f.tagged:
                 probs.append(w + ": tagged")
                 continue
-            if f.rv != 1:
+            if f.rv != W.RDMAP_VERSION:
                 probs.append(w + ": RDMAP version %d" % f.rv)
-            if f.dv != 1:
+            if f.dv != W.DDP_VERSION:
                 probs.append(w + ": DDP version %d" % f.dv)
             if not f.last:
                 probs.append(w + ": L flag clear")
             if f.ddp_rsvd or f.rsvd_ulp:
                 probs.append(w + ": reserved bits set (DDP 0x%x, RDMAP 0x%x)" %
                              (f.ddp_rsvd, f.rsvd_ulp))
-            if f.qn != 0:
-                probs.append(w + ": QN %d, want 0" % f.qn)
+            if f.qn != W.DDP_QN_SEND:
+                probs.append(w + ": QN %d, want %d" % (f.qn, W.DDP_QN_SEND))
             if f.mo != 0:
                 probs.append(w + ": MO %d, want 0" % f.mo)
             if f.inval != 0:
                 probs.append(w + ": Invalidate STag 0x%08x, want 0" % f.inval)
-            if len(f.payload) != 8:
-                probs.append(w + ": %d bytes of data, want exactly 8" %
-                             len(f.payload))
-            if f.mpalen != 26:
-                probs.append(w + ": ULPDU length %d, want 26" % f.mpalen)
+            if len(f.payload) != W.RDMAP_IMM_SIZE:
+                probs.append(w + ": %d bytes of data, want exactly %d" %
+                             (len(f.payload), W.RDMAP_IMM_SIZE))
+            if f.mpalen != IMM_ULPDU:
+                probs.append(w + ": ULPDU length %d, want %d" %
+                             (f.mpalen, IMM_ULPDU))
     if cnt == 0:
-        probs.append("no Immediate Data message (RDMAP opcode 0x8/0x9) on the wire")
+        probs.append("no Immediate Data message (RDMAP opcode 0x%x/0x%x) on "
+                     "the wire" % IMM_OPS)
     tap.result("imm_headers", probs, ["%d Immediate Data messages" % cnt])
 
     # ---- payload: 32 zero bits + the verbs immediate, in posted order
@@ -172,7 +187,8 @@ def main():
     if not have_ops:
         probs.append("no decoded 'ops' connection")
     else:
-        wire = [f for f in imm_fpdus(ops) if len(f.payload) == 8]
+        wire = [f for f in imm_fpdus(ops)
+                if len(f.payload) == W.RDMAP_IMM_SIZE]
         if len(wire) != len(wimms):
             probs.append("%d writes with immediate posted, %d Immediate Data "
                          "messages" % (len(wimms), len(wire)))
@@ -190,7 +206,7 @@ def main():
     if have_ops:
         wire = imm_fpdus(ops)
         for o, f in zip(wimms, wire):
-            want = 0x9 if o.get("se") == "1" else 0x8
+            want = W.RDMAP_OP_IMM_SE if o.get("se") == "1" else W.RDMAP_OP_IMM
             if f.kind != want:
                 probs.append("op %s (%ssolicited): RDMAP opcode 0x%x, want 0x%x" %
                              (o["n"], "" if o.get("se") == "1" else "not ",
@@ -204,8 +220,9 @@ def main():
     # ---- QN 0: Sends and Immediate Data share the MSN sequence
     probs, notes = [], []
     if have_ops:
-        q0 = [(k, fl) for k, fl in ops["msgs"] if not fl[0].tagged and fl[0].qn == 0]
-        kinds = "".join("I" if k in (0x8, 0x9) else "S" if k in (0x3, 0x5) else "?"
+        q0 = [(k, fl) for k, fl in ops["msgs"]
+              if not fl[0].tagged and fl[0].qn == W.DDP_QN_SEND]
+        kinds = "".join("I" if k in IMM_OPS else "S" if k in SEND_OPS else "?"
                         for k, _ in q0)
         want = "".join("I" if o["kind"] == "wimm" else "S"
                        for o in posted if o["kind"] in ("send", "wimm"))
@@ -213,16 +230,17 @@ def main():
         notes.append("queue 0 carries %s, MSNs %s" % (kinds, msns))
         if kinds != want:
             probs.append("queue 0 carries %s, posted %s" % (kinds, want))
-        if msns != list(range(1, len(msns) + 1)):
+        if msns != list(range(W.DDP_MSN_FIRST, W.DDP_MSN_FIRST + len(msns))):
             probs.append("queue 0 MSNs %s, want 1..%d" % (msns, len(msns)))
         for k, fl in q0:
             if any(f.msn != fl[0].msn for f in fl):
                 probs.append("a message with several MSNs")
         # Send opcodes: 0x5 exactly for the solicited ones
         sends = [o for o in posted if o["kind"] == "send"]
-        wsends = [k for k, _ in q0 if k in (0x3, 0x5)]
+        wsends = [k for k, _ in q0 if k in SEND_OPS]
         for o, k in zip(sends, wsends):
-            if k != (0x5 if o.get("se") == "1" else 0x3):
+            if k != (W.RDMAP_OP_SEND_SE if o.get("se") == "1" else
+                     W.RDMAP_OP_SEND):
                 probs.append("op %s: Send opcode 0x%x" % (o["n"], k))
     else:
         probs.append("no decoded 'ops' connection")
@@ -243,14 +261,14 @@ def main():
                     want.append(("Write", n, o))
                 want.append(("Imm", n, o))
         got = ops["msgs"]
-        gk = ["Write" if k == 0x0 else "Imm" if k in (0x8, 0x9) else
-              "Send" if k in (0x3, 0x5) else kname(k) for k, _ in got]
+        gk = ["Write" if k == W.RDMAP_OP_WRITE else "Imm" if k in IMM_OPS else
+              "Send" if k in SEND_OPS else kname(k) for k, _ in got]
         wk = [w[0] for w in want]
         notes.append("wire: %s" % " ".join(gk))
         if gk != wk:
             probs.append("message sequence %s, want %s" % (" ".join(gk), " ".join(wk)))
         for (wkind, n, o), (k, fl) in zip(want, got):
-            if wkind != "Write" or k != 0x0:
+            if wkind != "Write" or k != W.RDMAP_OP_WRITE:
                 continue
             ln = int(o["len"])
             stag, to = int(o["rkey"], 16), int(o["raddr"], 16)
@@ -262,7 +280,7 @@ def main():
                 if f.stag != stag or f.to != to + off:
                     probs.append("op %s: segment STag 0x%08x TO 0x%x, want 0x%08x 0x%x"
                                  % (n, f.stag, f.to, stag, to + off))
-                if f.rv != 1 or f.dv != 1:
+                if f.rv != W.RDMAP_VERSION or f.dv != W.DDP_VERSION:
                     probs.append("op %s: versions RDMAP %d DDP %d" % (n, f.rv, f.dv))
                 off += len(f.payload)
             if not fl[-1].last or any(f.last for f in fl[:-1]):
@@ -331,43 +349,49 @@ def main():
             probs.append("the Immediate Data message is not on the wire")
         elif imm.payload != struct.pack(">II", 0, 0xfeedf00d):
             probs.append("Immediate Data %s" % imm.payload.hex())
-        terms = [f for f in c["rsp"] if f.kind == 0x7]
-        if any(f.kind == 0x7 for f in c["req"]):
+        terms = [f for f in c["rsp"] if f.kind == W.RDMAP_OP_TERMINATE]
+        if any(f.kind == W.RDMAP_OP_TERMINATE for f in c["req"]):
             notes.append("the requester sent a Terminate too")
-        if any(f.kind == 0x2 for f in c["rsp"]):
+        if any(f.kind == W.RDMAP_OP_READ_RESP for f in c["rsp"]):
             probs.append("the responder served the Read behind the refused message")
         if not terms:
             probs.append("the responder sent no Terminate")
         else:
             t = terms[0]
             p = t.payload
-            if t.tagged or t.qn != 2 or t.rv != 1 or not t.last or t.mo != 0:
+            if t.tagged or t.qn != W.DDP_QN_TERMINATE or \
+                    t.rv != W.RDMAP_VERSION or not t.last or t.mo != 0:
                 probs.append("Terminate header: tagged %s QN %s RV %s L %s MO %s" %
                              (t.tagged, getattr(t, "qn", "?"), t.rv, t.last,
                               getattr(t, "mo", "?")))
-            elif t.msn != 1:
-                probs.append("Terminate MSN %d, want 1 (first on queue 2)" % t.msn)
-            if len(p) < 4:
+            elif t.msn != W.DDP_MSN_FIRST:
+                probs.append("Terminate MSN %d, want %d (first on queue %d)" %
+                             (t.msn, W.DDP_MSN_FIRST, W.DDP_QN_TERMINATE))
+            if len(p) < W.RDMAP_TERM_CTRL_SIZE:
                 probs.append("Terminate of %d bytes" % len(p))
             else:
-                layer, etype, code = p[0] >> 4, p[0] & 0xF, p[1]
-                fm, fd, fr = bool(p[2] & 0x80), bool(p[2] & 0x40), bool(p[2] & 0x20)
+                layer, etype, code = t.layer, t.etype, t.code
+                fm, fd, fr = t.term_m, t.term_d, t.term_r
+                ctl = W.RDMAP_TERM_CTRL_SIZE
                 notes.append("Terminate control %s: layer %d etype %d code 0x%02x "
                              "M%d D%d R%d, %d bytes attached" %
-                             (p[:4].hex(), layer, etype, code, fm, fd, fr, len(p) - 4))
-                if (layer, etype, code) != (1, 2, 0x02):
-                    probs.append("layer/etype/code %d/%d/0x%02x, want 1/2/0x02 "
-                                 "(DDP / untagged buffer / no buffer available)" %
-                                 (layer, etype, code))
+                             (p[:ctl].hex(), layer, etype, code, fm, fd, fr,
+                              len(p) - ctl))
+                if (layer, etype, code) != NO_BUFFER:
+                    probs.append("layer/etype/code %d/%d/0x%02x, want "
+                                 "%d/%d/0x%02x (DDP / untagged buffer / no "
+                                 "buffer available)" %
+                                 ((layer, etype, code) + NO_BUFFER))
                 if (fm, fd, fr) != (True, True, False):
                     probs.append("header flags M%d D%d R%d, want M1 D1 R0" % (fm, fd, fr))
-                att = p[4:]
+                att = p[ctl:]
                 if imm is not None and fm and fd:
                     # RFC 5040 4.8: the length of the terminated DDP
                     # Segment: its ULPDU length (26). Upstream siw reports
                     # the length after the RDMAP header instead, which is
                     # 8 here; anything else is wrong either way.
-                    seglen = be16(att, 0) if len(att) >= 2 else None
+                    seglen = be16(att, 0) if len(att) >= W.TERM_SEGLEN_SIZE \
+                        else None
                     if seglen not in (imm.mpalen, len(imm.payload)):
                         probs.append("attached DDP segment length %s, want %d "
                                      "(the segment's ULPDU length) or %d (its "
@@ -375,9 +399,11 @@ def main():
                                      (seglen, imm.mpalen, len(imm.payload)))
                     else:
                         notes.append("attached DDP segment length %d" % seglen)
-                    if att[2:20] != imm.hdr:
+                    hdr = att[W.TERM_SEGLEN_SIZE:
+                              W.TERM_SEGLEN_SIZE + W.DDP_UNTAGGED_HDR_SIZE]
+                    if hdr != imm.hdr:
                         probs.append("attached DDP header %s, the message's %s" %
-                                     (att[2:20].hex(), imm.hdr.hex()))
+                                     (hdr.hex(), imm.hdr.hex()))
                     else:
                         notes.append("attached DDP header is the Immediate Data's "
                                      "(MSN %d)" % imm.msn)
@@ -424,9 +450,10 @@ def main():
             notes.append("tshark: layer %s etype_ddp %s errcode_ddp_untagged %s "
                          "M %s D %s R %s" % (r["layer"], r["etype"], r["code"],
                                              r["m"], r["d"], r["r"]))
-            if (num(r["layer"]), num(r["etype"]), num(r["code"])) != (1, 2, 2):
-                probs.append("tshark reads layer/etype/code %s/%s/%s, want 1/2/2" %
-                             (r["layer"], r["etype"], r["code"]))
+            if (num(r["layer"]), num(r["etype"]), num(r["code"])) != NO_BUFFER:
+                probs.append("tshark reads layer/etype/code %s/%s/%s, want "
+                             "%d/%d/%d" %
+                             ((r["layer"], r["etype"], r["code"]) + NO_BUFFER))
             if num(r["m"]) != 1 or num(r["d"]) != 1:
                 probs.append("tshark reads M %s D %s" % (r["m"], r["d"]))
     tap.result("term_no_receive_tshark", probs, notes)

@@ -62,11 +62,13 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
 import iwarp_capture as cap  # noqa: E402  (pcap, TCP, MPA and FPDU parsing)
+import siwx_wire as W  # noqa: E402
 
-OPNAMES = {0: "Write", 1: "ReadReq", 2: "ReadResp", 3: "Send",
-           4: "SendInv", 5: "SendSE", 6: "SendSEInv", 7: "Terminate",
-           8: "ImmData", 9: "ImmDataSE", 10: "AtomicReq", 11: "AtomicResp",
-           12: "WriteImm"}
+# the header's opcode names as this script prints them: SEND_SE_INV ->
+# SendSEInv, IMM -> ImmData
+OPNAMES = {op: "".join({"SE": "SE", "IMM": "ImmData"}.get(w, w.capitalize())
+                       for w in n.split("_"))
+           for op, n in W.OPCODE_NAMES.items()}
 # wire key suffix <- cap.parse_frame() field
 FRAME_KEYS = (("marker", "m"), ("crc", "c"), ("rej", "r"), ("S", "s"),
               ("rev", "rev"), ("pdlen", "pd_len"))
@@ -152,8 +154,8 @@ def decode(pcap, port):
                                   " (GAP)" if rgap else "",
                                   " FIN" if rfl.fin else "")
                 + (" RST" if ifl.rst or rfl.rst else ""))
-    for pfx, buf, key, name in (("req", ib, cap.KEY_REQ, "Request"),
-                                ("rep", rb, cap.KEY_REP, "Reply")):
+    for pfx, buf, key, name in (("req", ib, W.KEY_REQ, "Request"),
+                                ("rep", rb, W.KEY_REP, "Reply")):
         n = mpa_frame(buf, pfx, key, d)
         if not n:
             diag.append("%s: none (%d bytes)" % (name, len(buf)))
@@ -174,7 +176,8 @@ def decode(pcap, port):
         for idx, f in enumerate(fl[:2]):
             for k, v in f.items():
                 d["%s%d.%s" % (side, idx + 1, k)] = v
-        term = [f for f in fl if f["op"] == 7 and not f["T"]]
+        term = [f for f in fl
+                if f["op"] == W.RDMAP_OP_TERMINATE and not f["T"]]
         tp = "iterm" if side == "i" else "rterm"
         d[tp + ".seen"] = int(bool(term))
         if term:
@@ -240,6 +243,7 @@ A_DEV_INDEX, A_DEV_NAME = 1, 2
 A_RES_QP, A_RES_QP_ENTRY, A_RES_LQPN = 19, 20, 21
 A_DRIVER, A_DRV_STRING, A_DRV_PRINT_TYPE = 52, 54, 55
 A_DRV_S32, A_DRV_U32, A_DRV_S64, A_DRV_U64 = 56, 57, 58, 59
+NLA_TYPE_MASK = 0x3FFF          # ~(NLA_F_NESTED | NLA_F_NET_BYTEORDER)
 
 
 def nl_attrs(buf):
@@ -249,7 +253,7 @@ def nl_attrs(buf):
         ln, typ = struct.unpack("=HH", buf[off:off + 4])
         if ln < 4:
             break
-        out.append((typ & 0x3FFF, buf[off + 4:off + ln]))
+        out.append((typ & NLA_TYPE_MASK, buf[off + 4:off + ln]))
         off += (ln + 3) & ~3
     return out
 

@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import iwarp_capture  # noqa: E402
+import siwx_wire as W  # noqa: E402
 
 BIN = os.environ.get("SIWX_BIN", os.path.join(TOP, "build/selftests/bin"))
 MPA_CONN = os.path.join(BIN, "mpa_conn")
@@ -50,14 +51,17 @@ A0 = os.environ.get("SIWX_ADDR0", "192.168.77.1")
 OUT = os.path.join(os.environ.get("SIWX_RESULTS", "/tmp"), "mpa")
 PARAMS = "/sys/module/siw/parameters"
 MAXV = 128                      # siw device max_qp_rd_atom / init_rd_atom
-NONEG = 0x3FFF
+NONEG = W.MPA_V2_NO_NEGOTIATION
 DEFAULTS = {"mpa_rev": "2", "mpa_p2p": "0", "mpa_rtr_offer": "write,read",
             "mpa_rtr_accept": "send,write,read", "mpa_ird_ord": "relaxed",
             "mpa_rev1_retry": "0", "mpa_crc": "0", "mpa_crc_strict": "0"}
 PROBLEMS = re.compile(r"Oops|BUG:|WARNING:|refcount_t|general protection|"
                       r"Kernel panic|KASAN:|UBSAN:|Call Trace")
-RTR_OP = {"write": 0x0, "read": 0x1, "send": 0x3}
-RTR_LEN = {"write": 14, "read": 46, "send": 18}   # ULPDU of a zero-length RTR
+RTR_OP = {"write": W.RDMAP_OP_WRITE, "read": W.RDMAP_OP_READ_REQ,
+          "send": W.RDMAP_OP_SEND}
+RTR_LEN = {"write": W.DDP_TAGGED_HDR_SIZE,      # ULPDU of a zero-length RTR
+           "read": W.DDP_UNTAGGED_HDR_SIZE + W.RDMAP_READ_REQ_SIZE,
+           "send": W.DDP_UNTAGGED_HDR_SIZE}
 
 # ---------------------------------------------------------------- TAP
 
@@ -582,7 +586,7 @@ def expect_lines(name, lines, pats, diag):
     tap(ok, name, diag)
 
 
-KEYHEX = "MPA ID Req Frame".encode().hex()
+KEYHEX = W.KEY_REQ.hex()
 TERM = r"rx opcode=0x7 term .*layer=%d etype=%d code=0x%02x"
 
 # name, mpa-peer options, server options, params, steps, peer expectations,
@@ -647,8 +651,7 @@ RESPONDER_CASES = [
      [TERM % (2, 0, 4)], [r"event=CONNECT_ERROR status=-71"]),
     ("rev3", ["--rev", "3"], [], None,
      [TERM % (2, 0, 4)], [r"event=CONNECT_ERROR status=-71"]),
-    ("s_short", ["--reply-hex", "MPA ID Rep Frame".encode().hex() +
-                 "100200020004"], [], None,
+    ("s_short", ["--reply-hex", W.KEY_REP.hex() + "100200020004"], [], None,
      [TERM % (2, 0, 4)], [r"event=CONNECT_ERROR status=-71"]),
     ("s_to_rev1_request", ["--enhanced", "--rev", "1"], [],
      {"mpa_ird_ord": "ulp"}, [TERM % (2, 0, 4)],

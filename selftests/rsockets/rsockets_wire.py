@@ -42,10 +42,11 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
 import iwarp_capture as cap  # noqa: E402  (pcap, TCP, MPA and FPDU parsing)
+import siwx_wire as W  # noqa: E402
 
-OPS = {0x0: "write", 0x1: "read_req", 0x2: "read_resp", 0x3: "send",
-       0x4: "send_inv", 0x5: "send_se", 0x6: "send_se_inv", 0x7: "term",
-       0x8: "imm", 0x9: "imm_se", 0xA: "atomic_req", 0xB: "atomic_resp"}
+# the header's opcode names in lower case, TERMINATE as "term"
+OPS = {op: {"TERMINATE": "term"}.get(n, n.lower())
+       for op, n in W.OPCODE_NAMES.items()}
 
 
 def read_pcap(path):
@@ -72,21 +73,22 @@ def parse(stream, key):
     c["mpa"] = "rev %d, %sCRC" % (f["rev"], "" if f["c"] else "no ")
     for d in cap.parse_fpdus(stream[pos:]):
         ulen = d["len"]
-        if ulen < 14 or not d["complete"]:
+        if ulen < W.DDP_TAGGED_HDR_SIZE or not d["complete"]:
             break
-        if d["dv"] != 1 or d["rv"] != 1:
+        if d["dv"] != W.DDP_VERSION or d["rv"] != W.RDMAP_VERSION:
             return c, ["FPDU at offset %d: DDP/RDMAP version %d/%d"
                        % (pos, d["dv"], d["rv"])]
         c["fpdus"] += 1
         name = OPS.get(d["op"], "other")
         c[name] += 1
         if d["t"]:
-            c["tagged_bytes"] += ulen - 14
+            c["tagged_bytes"] += ulen - W.DDP_TAGGED_HDR_SIZE
         elif name.startswith("send"):
-            ln = ulen - 18
+            ln = ulen - W.DDP_UNTAGGED_HDR_SIZE
             c["send_len"][ln] = c["send_len"].get(ln, 0) + 1
         elif name.startswith("imm"):
-            if ulen - 18 != 8 or d.get("qn") != 0 or not d["l"]:
+            if ulen - W.DDP_UNTAGGED_HDR_SIZE != W.RDMAP_IMM_SIZE or \
+                    d.get("qn") != W.DDP_QN_SEND or not d["l"]:
                 c["imm_bad"] += 1
         pos += d["wlen"]
     # stopped at an FPDU cut short or too short for its DDP/RDMAP header
@@ -94,11 +96,10 @@ def parse(stream, key):
     # stray byte
     if pos >= len(stream):
         return c, []
-    if pos + 2 > len(stream):
+    if pos + W.MPA_HDR_SIZE > len(stream):
         return c, ["%d stray bytes at the end" % (len(stream) - pos)]
     return c, ["FPDU at offset %d: ULPDU length %d, %d bytes left"
-               % (pos, struct.unpack_from(">H", stream, pos)[0],
-                  len(stream) - pos)]
+               % (pos, cap.be16(stream, pos), len(stream) - pos)]
 
 
 def summary(c):
@@ -134,10 +135,10 @@ def check_path(port, want, nbytes, conns, quiet=False):
         # the client may be bound to the server's port number too (rstream
         # -b): tell the directions apart by the MPA frame they start with
         stream, holes = fl.filled()
-        if stream.startswith(cap.KEY_REQ):
-            role, key = "client->server", cap.KEY_REQ
+        if stream.startswith(W.KEY_REQ):
+            role, key = "client->server", W.KEY_REQ
         else:
-            role, key = "server->client", cap.KEY_REP
+            role, key = "server->client", W.KEY_REP
         if role in dirs:
             probs.append("more than one connection on port %d" % port)
             continue
