@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """
 test_mpa_wire.py - unit test of the capture decoder
-selftests/lib/iwarp_capture.py and of mpa_pair_wire.py on synthetic frames
-and a tiny pcap file built here:
+selftests/lib/iwarp_capture.py (used by mpa_suite.py, mpa_pair_wire.py,
+rsockets_wire.py, atomic_wire.py and imm_wire.py) and of mpa_pair_wire.py
+on synthetic frames and a tiny pcap file built here:
 an MPA Request and Reply with the RFC 6581 IRD/ORD word, zero-length
 Write, Send and Read Request RTRs, a Terminate (layer 2, etype 0,
 code 7), TCP reassembly across out-of-order and repeated segments (and
-past holes), the link types and the pcap variants.
+past holes), the link types and the pcap variants; the tshark field dump
+input, the Fpdu view, the CRC32c check and the Atomic headers of the
+checkers.
 
     python3 selftests/mpa/test_mpa_wire.py [-v]
 
@@ -358,6 +361,130 @@ class Capture(unittest.TestCase):
         self.assertEqual(len(cap.flows(p)), 4)
         with self.assertRaisesRegex(ValueError, "snap length"):
             cap.flows(p, whole=True)
+
+
+def tsv(rows):
+    """A tshark field dump: (frame, sport, dport, seq, payload[, term
+    columns...]) per row; tcp.len is not read."""
+    out = []
+    for r in rows:
+        fr, sp, dp, seq, pl = r[:5]
+        out.append("\t".join([str(fr), str(sp), str(dp), str(seq),
+                              str(len(pl)), ":".join("%02x" % x for x in pl)]
+                             + list(r[5:])))
+    return "\n".join(out + ["", "garbage line", "1\t\t\t\t\t"]) + "\n"
+
+
+class Checkers(unittest.TestCase):
+    """The tshark field dump input and the Fpdu view atomic_wire.py and
+    imm_wire.py use."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def dump(self, rows):
+        p = os.path.join(self.tmp.name, "frames.tsv")
+        with open(p, "w") as f:
+            f.write(tsv(rows))
+        return p
+
+    def test_crc32c(self):
+        self.assertEqual(cap.crc32c(b"123456789"), 0xE3069283)
+        self.assertEqual(cap.crc32c(b""), 0)
+        # RFC 3720 B.4, the CRC bytes as they go out (LSB first)
+        for data, crc in ((bytes(32), "aa36918a"), (b"\xff" * 32, "43aba862"),
+                          (bytes(range(32)), "4e79dd46")):
+            self.assertEqual(struct.pack("<I", cap.crc32c(data)).hex(), crc)
+
+    def test_read_frames(self):
+        ib = REQ + send_rtr()
+        rows = [(4, 40001, PORT, 1 + 10, ib[10:]),
+                (5, 40001, PORT, 1, ib[:10]),
+                (6, PORT, 40001, 1, REP),
+                (7, PORT, 40001, 1 + len(REP) + 4, b"late"),
+                (8, PORT, 40001, 9, b"", "2", "0", "7", "1", "1", "0", "0x07")]
+        fl, terms, tops = cap.read_frames(self.dump(rows))
+        self.assertEqual(sorted(fl), [(40001, PORT), (PORT, 40001)])
+        self.assertEqual(fl[(40001, PORT)].filled(), (ib, []))
+        self.assertEqual(fl[(PORT, 40001)].filled(),
+                         (REP + b"\0" * 4 + b"late", [(len(REP), 4)]))
+        self.assertEqual(fl[(PORT, 40001)].t0, "6")
+        self.assertEqual(terms, [{"sport": PORT, "dport": 40001, "frame": "8",
+                                  "layer": "2", "etype": "0", "code": "7",
+                                  "m": "1", "d": "1", "r": "0"}])
+        self.assertEqual(tops, {40001: {"0x07"}})
+
+    def test_parse_direction(self):
+        b = REQ + read_rtr(64) + terminate(2, 0, 7, hdrct=6) + \
+            fpdu(b"\x41")
+        mpa, fl, probs = cap.parse_direction(b, cap.KEY_REQ)
+        self.assertEqual((mpa["rev"], mpa["flags"]), (2, 0x10))
+        self.assertEqual(probs, [])
+        r, t, x = fl
+        self.assertEqual((r.kind, r.tagged, r.last, r.qn, r.msn, r.mo,
+                          r.inval, r.rreq_size, r.off, r.mpalen),
+                         (1, False, True, 1, 1, 0, 0, 64, len(REQ), 46))
+        self.assertEqual(len(r.payload), 28)
+        self.assertEqual(r.hdr, untagged(1, 1, 1))
+        self.assertEqual((t.kind, t.layer, t.etype, t.code, t.hdrct,
+                          t.term_m, t.term_d, t.term_r), (7, 2, 0, 7, 6,
+                                                          True, True, False))
+        self.assertEqual((x.kind, x.problems), (None, ["ULPDU of 1 bytes"]))
+        self.assertEqual(t.covered + t.crc, terminate(2, 0, 7, hdrct=6))
+        # cut short: the FPDU runs past the end; one byte left: truncated
+        _, fl, probs = cap.parse_direction(b[:-3], cap.KEY_REQ)
+        self.assertEqual(len(fl), 2)
+        self.assertEqual(probs, ["FPDU at offset %d (ULPDU 1 bytes) runs past "
+                                 "the capture (%d bytes)" % (len(b) - 8,
+                                                             len(b) - 3)])
+        _, fl, probs = cap.parse_direction(b + b"\0", cap.KEY_REQ)
+        self.assertEqual(probs, ["truncated FPDU at offset %d" % len(b)])
+        self.assertEqual(cap.parse_direction(REP, cap.KEY_REQ),
+                         (None, [], ["stream does not start with %r" %
+                                     cap.KEY_REQ]))
+        f = cap.ddp(next(cap.frames(fpdu(untagged(3, 0, 1)[:10]))))
+        self.assertEqual((f.kind, f.problems),
+                         (None, ["untagged header truncated"]))
+
+    def test_atomics(self):
+        req = struct.pack(">IIIQQQQQ", 0x120 | 2, 7, 0xabc, 0x1000, 1, 2, 3, 4)
+        self.assertEqual(cap.atomic_request(req),
+                         {"rsvd": 0x12, "aop": 2, "id": 7, "stag": 0xabc,
+                          "to": 0x1000, "asdata": 1, "asmask": 2, "cdata": 3,
+                          "cmask": 4})
+        self.assertEqual(cap.atomic_response(struct.pack(">IQ", 7, 99)),
+                         (7, 99))
+
+    def test_decode_connection(self):
+        def crc_fpdu(u, order):
+            b = fpdu(u)[:-4]
+            return b + struct.pack(order + "I", cap.crc32c(b))
+        req = mpa_frame(cap.KEY_REQ, c=1, word=(0, 0, 4, 0, 0, 4))
+        rep = mpa_frame(cap.KEY_REP, c=1, word=(0, 0, 4, 0, 0, 4))
+        ib = req + crc_fpdu(untagged(3, 0, 1, payload=b"abcd"), "<")
+        rb = rep + crc_fpdu(untagged(3, 0, 1), ">") + fpdu(untagged(3, 0, 2))
+        fl, _, _ = cap.read_frames(self.dump([(1, 40001, PORT, 1, ib),
+                                              (2, PORT, 40001, 1, rb)]))
+        c = {}
+        probs, notes = cap.decode_connection(fl, "x", PORT, c)
+        self.assertEqual(probs, ["x: FPDU at %d: CRC 00000000, computed "
+                                 "0x%08x" % (len(rep) + 24,
+                                             cap.crc32c(rb[len(rep) + 24:
+                                                           -4]))])
+        self.assertEqual(notes, ["x: MPA rev 2/2, CRC on, 1 FPDUs "
+                                 "requester->responder, 2 back",
+                                 "x: CRC32c valid on every FPDU "
+                                 "(big-endian/little-endian)"])
+        self.assertEqual([f.payload for f in c["req"]], [b"abcd"])
+        self.assertEqual([f.msn for f in c["rsp"]], [1, 2])
+        c = {}
+        probs, notes = cap.decode_connection(fl, "x", PORT + 1, c)
+        self.assertEqual((probs, notes, c), (
+            ["x (port %d): 0 client->server and 0 server->client TCP flows "
+             "captured" % (PORT + 1)], [], {}))
 
 
 if __name__ == "__main__":
