@@ -69,16 +69,13 @@ done <"$series"
 n=${#patches[@]}
 [ "$n" -gt 0 ] || die "empty series"
 
-# Every patch file is in the series, the cover letter is not.
+# Every patch file is in the series (the cover letter, cover-letter.txt,
+# is not a patch: it carries no diff).
 for f in "$pdir"/*.patch; do
 	b=$(basename "$f")
-	[ "$b" = 0000-cover-letter.patch ] && continue
 	printf '%s\n' "${patches[@]}" | grep -qxF "$b" ||
 		die "$b is in $pdir but not in the series"
 done
-if printf '%s\n' "${patches[@]}" | grep -qxF 0000-cover-letter.patch; then
-	die "the cover letter must not be in the series"
-fi
 
 # --- checkpatch -------------------------------------------------------
 cp_opts=(--no-tree --quiet --show-types --strict --no-signoff
