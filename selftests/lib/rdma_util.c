@@ -1056,6 +1056,8 @@ const char *ru_wc_opcode_str(enum ibv_wc_opcode op)
 	case IBV_WC_RDMA_READ: return "RDMA_READ";
 	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
 	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_BIND_MW: return "BIND_MW";
+	case IBV_WC_LOCAL_INV: return "LOCAL_INV";
 	case IBV_WC_RECV: return "RECV";
 	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
 	default: return "other";

@@ -299,22 +299,15 @@ static void pump(struct conn *c, int wait_ms)
 
 /* ---- completions -------------------------------------------------------- */
 
+/* rdma_util's name of the opcode, its number where that has none */
 static const char *wc_op_name(enum ibv_wc_opcode op, char *buf, size_t n)
 {
-	switch (op) {
-	case IBV_WC_SEND: return "SEND";
-	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
-	case IBV_WC_RDMA_READ: return "RDMA_READ";
-	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
-	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
-	case IBV_WC_BIND_MW: return "BIND_MW";
-	case IBV_WC_LOCAL_INV: return "LOCAL_INV";
-	case IBV_WC_RECV: return "RECV";
-	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
-	default:
-		snprintf(buf, n, "%d", (int)op);
-		return buf;
-	}
+	const char *name = ru_wc_opcode_str(op);
+
+	if (strcmp(name, "other"))
+		return name;
+	snprintf(buf, n, "%d", (int)op);
+	return buf;
 }
 
 static void print_wc(const char *what, const struct ibv_wc *wc,
