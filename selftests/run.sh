@@ -240,65 +240,8 @@ echo "siwx selftests: module $SIWX_MODULE"
 echo "siwx selftests: results in $RES"
 
 # ---------------------------------------------------------------- TAP
-# tail_diag N: the last N collected diagnostic lines, indented.
-tail_diag() {
-	local n=${#diag[@]} from
-	from=$((n > $1 ? n - $1 : 0))
-	[ "$n" -gt 0 ] || return 0
-	printf '%s\n' "${diag[@]:$from}" | sed 's/^/        /'
-}
-
-# report SUITE-LABEL TAPFILE: per-test lines; diagnostics of failures.
-# The one place that reads TAP.
-report() {
-	local label=$1 tap=$2 line diag=() planned=0 seen=0 name reason
-	if [ ! -s "$tap" ]; then
-		fail "$label (no TAP output)"
-		return
-	fi
-	while IFS= read -r line; do
-		case $line in
-		"1.."*)
-			planned=${line#1..}
-			planned=${planned%%[!0-9]*}
-			;;
-		"ok "*|"not ok "*)
-			seen=$((seen + 1))
-			name=${line#not }
-			name=${name#ok }
-			name=${name#* }	# drop the number
-			name=${name#- }	# and TAP's optional dash
-			if [[ $line == "not ok "* ]] && [[ $name == *" # TODO"* ]]; then
-				reason=${name#* # TODO}
-				skip "$label/${name%% # TODO*}" "TODO${reason}"
-			elif [[ $line == "ok "* ]] && [[ $name == *" # SKIP"* ]]; then
-				reason=${name#* # SKIP}
-				skip "$label/${name%% # SKIP*}" "${reason# }"
-			elif [[ $line == "ok "* ]]; then
-				pass "$label/${name%% # *}"
-			else
-				fail "$label/${name%% # *}"
-				tail_diag 25
-			fi
-			diag=()
-			;;
-		"Bail out!"*)
-			fail "$label (${line})"
-			;;
-		*)
-			# harness chatter between results belongs to the next one
-			case $line in
-			"#  RUN "*|"# Starting "*|"TAP version"*) ;;
-			*) diag+=("$line") ;;
-			esac
-			;;
-		esac
-	done < "$tap"
-	if [ "$planned" -gt "$seen" ]; then
-		fail "$label: $((planned - seen)) of $planned tests did not report (crash or timeout)"
-		tail_diag 15
-	fi
-}
+# shellcheck source=selftests/lib/tap.sh
+. "$HERE/lib/tap.sh"
 
 # vm_verdict LABEL DIR RC [WHAT]: the VM-level result as a test of its own,
 # from the verdict tools/vm/run wrote (DIR/vm-verdict: PASS only for a
@@ -409,11 +352,21 @@ if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 		echo "--- host: $s (${hcmd[*]})"
 		t0=$(date +%s)
 		var=SIWX_SUITE_TIMEOUT_${s//-/_}
-		SIWX_RESULTS=$RES timeout -k 10 "${!var:-${SUITE[$s:timeout]}}" "${hcmd[@]}" \
+		limit=${!var:-${SUITE[$s:timeout]}}
+		SIWX_RESULTS=$RES timeout -k 10 "$limit" "${hcmd[@]}" \
 			> "$RES/$s.tap" 2> "$RES/$s.log" < /dev/null
 		rc=$?
 		echo "    ($s: $(( $(date +%s) - t0 ))s, ${hcmd[0]##*/} exit $rc, log $RES/$s.log)"
-		[ $rc = 0 ] || fail "$s.run (${hcmd[0]##*/} exit $rc; see $RES/$s.log)"
+		if [ $rc = 124 ] || [ $rc = 137 ]; then
+			# timeout(1): 124 after TERM, 137 after the KILL 10 s later
+			fail "$s.run (timed out after ${limit}s, settings timeout or $var; see $RES/$s.log)"
+		elif [ $rc != 0 ]; then
+			fail "$s.run (${hcmd[0]##*/} exit $rc; see $RES/$s.log)"
+		fi
+		if [ $rc != 0 ] && [ -s "$RES/$s.log" ]; then
+			echo "        the end of $s.log:"
+			tail -n 8 "$RES/$s.log" | cut -c1-200 | sed 's/^/        /'
+		fi
 		report "$s" "$RES/$s.tap"
 	done
 fi

@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import iwarp_capture  # noqa: E402
+from kernel_problems import PROBLEMS  # noqa: E402
 import siwx_wire as W  # noqa: E402
 
 BIN = os.environ.get("SIWX_BIN", os.path.join(TOP, "build/selftests/bin"))
@@ -55,8 +56,6 @@ NONEG = W.MPA_V2_NO_NEGOTIATION
 DEFAULTS = {"mpa_rev": "2", "mpa_p2p": "0", "mpa_rtr_offer": "write,read",
             "mpa_rtr_accept": "send,write,read", "mpa_ird_ord": "relaxed",
             "mpa_rev1_retry": "0", "mpa_crc": "0", "mpa_crc_strict": "0"}
-PROBLEMS = re.compile(r"Oops|BUG:|WARNING:|refcount_t|general protection|"
-                      r"Kernel panic|KASAN:|UBSAN:|Call Trace")
 RTR_OP = {"write": W.RDMAP_OP_WRITE, "read": W.RDMAP_OP_READ_REQ,
           "send": W.RDMAP_OP_SEND}
 RTR_LEN = {"write": W.DDP_TAGGED_HDR_SIZE,      # ULPDU of a zero-length RTR

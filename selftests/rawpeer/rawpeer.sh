@@ -41,7 +41,9 @@ PEER=${SIWX_MPA_PEER:-$TOP/build/tools/mpa-peer/mpa-peer}
 A0=${SIWX_ADDR0:-192.168.77.1}
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}/rawpeer
 PORT=${SIWX_RAWPEER_PORT:-41000}
-PROBLEMS='Oops|BUG:|WARNING:|refcount_t|general protection fault|Kernel panic|KASAN:|UBSAN:|Call Trace'
+# KERNEL_PROBLEMS: the one definition of a kernel problem line
+# shellcheck source=../../tools/vm/kernel-problems.sh
+. "$TOP/tools/vm/kernel-problems.sh"
 
 # ---------------------------------------------------------------- cases
 #
@@ -478,7 +480,7 @@ mapfile -t K <"$OUT/dmesg"
 case_name='' bad_cases=() bad_lines=()
 for l in "${K[@]}"; do
 	[[ $l =~ rawpeer:\ case\ ([^ ]+) ]] && { case_name=${BASH_REMATCH[1]}; continue; }
-	[[ $l =~ $PROBLEMS ]] || continue
+	[[ $l =~ $KERNEL_PROBLEMS ]] || continue
 	[ -n "$case_name" ] || continue	# before this suite
 	bad_lines+=("[$case_name] $l")
 	[[ " ${bad_cases[*]} " == *" $case_name "* ]] || bad_cases+=("$case_name")

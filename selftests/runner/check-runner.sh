@@ -18,7 +18,10 @@
 #                            run.sh --table
 #   kernel_problems.patterns tools/vm/kernel-problems.sh, the one definition,
 #                            catches the kernel's problem lines and passes
-#                            the boot's harmless ones
+#                            the boot's harmless ones; no suite has its own
+#                            list; kernel_problems.py reads the same one
+#   tap.report               lib/tap.sh shows each failure with its
+#                            diagnostics, before or after its "not ok" line
 
 set -u
 # HERE: selftests/ (this script is suite runner's, in selftests/runner/)
@@ -184,20 +187,77 @@ t_kernel_problems() {
 	[    5.5] SoftiWARP attached
 	[    5.6] siwx-vm: running command (role single, uptime 5.6s)
 	EOF
-	# one definition: the runner and the VM harness spell no list of their own
-	n=$(grep -lE "(KERNEL_PROBLEMS=|'Oops\|BUG:)" "$HERE"/*.sh "$TOP"/tools/vm/* |
-		grep -v -e '/kernel-problems.sh$' -e '/check-runner.sh$')
+	# one definition: the runner, the VM harness and the suites spell no
+	# list of their own (Python suites read it through kernel_problems.py)
+	n=$(grep -lE "(KERNEL_PROBLEMS=|PROBLEMS *=|Oops\|BUG:)" "$HERE"/*.sh "$HERE"/*/*.sh \
+		"$HERE"/*/*.py "$HERE"/lib/* "$TOP"/tools/vm/* 2>/dev/null |
+		grep -v -e '/kernel-problems.sh$' -e '/check-runner.sh$' -e '/kernel_problems.py$')
 	[ -z "$n" ] || { echo "kernel problem patterns defined outside tools/vm/kernel-problems.sh: $n"; bad=1; }
+	# the Python view is the same list
+	local py
+	py=$(PYTHONPATH=$HERE/lib python3 -c 'import kernel_problems as k; print("|".join(k.PATTERNS))') ||
+		{ echo "kernel_problems.py does not load"; bad=1; }
+	[ "$py" = "$KERNEL_PROBLEMS" ] ||
+		{ echo "kernel_problems.py reads '$py', the shell has '$KERNEL_PROBLEMS'"; bad=1; }
+	return "$bad"
+}
+
+# tap.sh's report: a failure's diagnostics are shown with it, whether the
+# producer writes them before the "not ok" line (kselftest) or after it
+# (check-report.sh, Test::More, YAML); a passing test's are not, and a
+# short stream is a failure of its own.
+t_tap_report() {
+	local bad=0 out
+	# shellcheck source=../lib/tap.sh
+	. "$HERE/lib/tap.sh"
+	cat > "$TMP/t.tap" <<-'EOF'
+	TAP version 13
+	1..5
+	# before-one
+	ok 1 one
+	# before-two
+	not ok 2 two
+	#   after-two
+	  ---
+	  yaml-two
+	  ...
+	#  RUN           fix.three ...
+	# before-three
+	not ok 3 three
+	ok 4 four # SKIP no device
+	EOF
+	out=$(
+		P=0 F=0 S=0
+		pass() { echo "PASS  $1"; }
+		fail() { echo "FAIL  $1"; }
+		skip() { echo "SKIP  $1: $2"; }
+		report x "$TMP/t.tap"
+	)
+	cat > "$TMP/t.want" <<-'EOF'
+	PASS  x/one
+	FAIL  x/two
+	        # before-two
+	        #   after-two
+	          ---
+	          yaml-two
+	          ...
+	FAIL  x/three
+	        # before-three
+	SKIP  x/four: no device
+	FAIL  x: 1 of 5 tests did not report (crash or timeout)
+	EOF
+	diff -u --label want --label got "$TMP/t.want" <(printf '%s\n' "$out") || bad=1
 	return "$bad"
 }
 
 echo "TAP version 13"
-echo "1..5"
+echo "1..6"
 check settings.valid t_settings
 check env.reaches_guest t_env
 check env.runner_vars_stay t_runner_vars
 check docs.suite_table t_docs
 check kernel_problems.patterns t_kernel_problems
+check tap.report t_tap_report
 if [ "$FAILED" = 0 ]; then
 	echo "# runner checks ok"
 else
