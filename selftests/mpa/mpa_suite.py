@@ -481,16 +481,16 @@ def check_matrix_case(c, r, wire, port):
     elif res == "ok":
         # client-server: the first FPDU is the ULP's 64-byte Send
         d = w["rtr"]
-        tap(d is not None and d["op"] == 3 and d["len"] == RTR_LEN["send"] +
-            64, name + ".wire_no_rtr", wd)
+        tap(d is not None and d["op"] == W.RDMAP_OP_SEND and
+            d["len"] == RTR_LEN["send"] + 64, name + ".wire_no_rtr", wd)
     if res == "term7":
         t = w["term_i"]
         tap(t is not None and (t["layer"], t["etype"], t["code"]) ==
-            (2, 0, 7), name + ".wire_term_2_0_7", wd)
+            T_NO_RTR, name + ".wire_term_%d_%d_%d" % T_NO_RTR, wd)
     if res == "responder_term6":
         t = w["term_r"]
         tap(t is not None and (t["layer"], t["etype"], t["code"]) ==
-            (2, 0, 6), name + ".wire_term_2_0_6", wd)
+            T_IRD, name + ".wire_term_%d_%d_%d" % T_IRD, wd)
 
 
 def run_matrix(sel):
@@ -586,7 +586,13 @@ def expect_lines(name, lines, pats, diag):
 
 
 KEYHEX = W.KEY_REQ.hex()
-TERM = r"rx opcode=0x7 term .*layer=%d etype=%d code=0x%02x"
+# the MPA-layer Terminates of RFC 6581 (Layer, EType, Code)
+T_INVALID = (W.TERM_LAYER_LLP, W.LLP_ETYPE_MPA, W.LLP_ECODE_INVALID_REQ_RESP)
+T_IRD = (W.TERM_LAYER_LLP, W.LLP_ETYPE_MPA, W.LLP_ECODE_INSUFFICIENT_IRD)
+T_NO_RTR = (W.TERM_LAYER_LLP, W.LLP_ETYPE_MPA, W.LLP_ECODE_NO_MATCHING_RTR)
+RX_TERM = r"rx opcode=0x%x" % W.RDMAP_OP_TERMINATE   # mpa-peer's rx line
+NO_TERM = "!" + RX_TERM
+TERM = RX_TERM + r" term .*layer=%d etype=%d code=0x%02x"
 
 # name, mpa-peer options, server options, params, steps, peer expectations,
 # server expectations
@@ -626,19 +632,19 @@ INITIATOR_CASES = [
      [r"ESTABLISHED status=0 initiator_depth=2 responder_resources=5"]),
     ("rtr_wrong_type", ["--p2p", "--rtr", "send,write", "--send-rtr", "send"],
      [], {"mpa_rtr_accept": "write"}, [],
-     [TERM % (2, 0, 7)], [r"ESTABLISHED status=-104"]),
+     [TERM % T_NO_RTR], [r"ESTABLISHED status=-104"]),
     ("rtr_with_payload", ["--p2p", "--rtr", "write", "--send-rtr", "none"],
      [], None, ["write stag=1 to=0 data=00112233"],
-     [TERM % (2, 0, 7)], [r"ESTABLISHED status=-104"]),
+     [TERM % T_NO_RTR], [r"ESTABLISHED status=-104"]),
     ("rtr_read_nonzero", ["--p2p", "--rtr", "read", "--send-rtr", "none"],
      [], None, ["read_req sink_stag=1 sink_to=0 size=8 src_stag=1 src_to=0"],
-     [TERM % (2, 0, 7)], [r"ESTABLISHED status=-104"]),
+     [TERM % T_NO_RTR], [r"ESTABLISHED status=-104"]),
     ("rtr_send_crc", ["--p2p", "--rtr", "send", "--crc"], [], None,
-     ["send data=00112233"], [r"reply rev=2 .*c=1", r"!rx opcode=0x7"],
+     ["send data=00112233"], [r"reply rev=2 .*c=1", NO_TERM],
      [r"ESTABLISHED status=0"]),
     ("ord_above_ird_strict_crc", ["--crc", "--ird", "1"], ["--ord", "4"],
      {"mpa_ird_ord": "strict"}, [],
-     [r"reply rev=2 .*c=1 .*ird=4 ord=1", TERM % (2, 0, 6) + r".*crc=ok"],
+     [r"reply rev=2 .*c=1 .*ird=4 ord=1", TERM % T_IRD + r".*crc=ok"],
      [r"server accept rc=-12"]),
     ("rtr_missing_times_out", ["--p2p", "--rtr", "write", "--send-rtr",
                                "none", "--rx-ms", "13000"], [], None, [],
@@ -647,41 +653,41 @@ INITIATOR_CASES = [
 
 RESPONDER_CASES = [
     ("bad_key", ["--key", "MPA ID Bad Frame"], [], None,
-     [TERM % (2, 0, 4)], [r"event=CONNECT_ERROR status=-71"]),
+     [TERM % T_INVALID], [r"event=CONNECT_ERROR status=-71"]),
     ("rev3", ["--rev", "3"], [], None,
-     [TERM % (2, 0, 4)], [r"event=CONNECT_ERROR status=-71"]),
+     [TERM % T_INVALID], [r"event=CONNECT_ERROR status=-71"]),
     ("s_short", ["--reply-hex", W.KEY_REP.hex() + "100200020004"], [], None,
-     [TERM % (2, 0, 4)], [r"event=CONNECT_ERROR status=-71"]),
+     [TERM % T_INVALID], [r"event=CONNECT_ERROR status=-71"]),
     ("s_to_rev1_request", ["--enhanced", "--rev", "1"], [],
-     {"mpa_ird_ord": "ulp"}, [TERM % (2, 0, 4)],
+     {"mpa_ird_ord": "ulp"}, [TERM % T_INVALID],
      [r"event=CONNECT_ERROR status=-71"]),
     ("p2p_answered_cs", ["--no-p2p"], [], {"mpa_p2p": "1"},
-     [TERM % (2, 0, 7)], [r"event=CONNECT_ERROR status=-95"]),
+     [TERM % T_NO_RTR], [r"event=CONNECT_ERROR status=-95"]),
     ("a_without_rtr", ["--rtr", "none"], [], {"mpa_p2p": "1"},
-     [TERM % (2, 0, 7)], [r"event=CONNECT_ERROR status=-95"]),
+     [TERM % T_NO_RTR], [r"event=CONNECT_ERROR status=-95"]),
     ("no_common_rtr_crc", ["--rtr", "send", "--crc"], [],
      {"mpa_p2p": "1", "mpa_rtr_offer": "write,read"},
-     [TERM % (2, 0, 7) + r".*crc=ok"], [r"event=CONNECT_ERROR status=-95"]),
+     [TERM % T_NO_RTR + r".*crc=ok"], [r"event=CONNECT_ERROR status=-95"]),
     ("ord_above_ird_strict", ["--ord", "9"], ["--ird", "2"],
-     {"mpa_ird_ord": "strict"}, [TERM % (2, 0, 6)],
+     {"mpa_ird_ord": "strict"}, [TERM % T_IRD],
      [r"event=CONNECT_ERROR status=-12"]),
     ("ord_above_ird_relaxed", ["--ord", "9"], ["--ird", "2", "--ord", "3"],
-     None, [r"!rx opcode=0x7"],
+     None, [NO_TERM],
      [r"event=ESTABLISHED status=0 initiator_depth=9 responder_resources=3"]),
     ("ord_above_device_max", ["--ord", "200"], ["--ird", "2"], None,
-     [TERM % (2, 0, 6)], [r"event=CONNECT_ERROR status=-12"]),
+     [TERM % T_IRD], [r"event=CONNECT_ERROR status=-12"]),
     ("ird_lowers_ord", ["--ird", "1"], ["--ird", "4", "--ord", "6"], None,
-     [r"!rx opcode=0x7"],
+     [NO_TERM],
      [r"event=ESTABLISHED status=0 initiator_depth=4 responder_resources=1"]),
     ("noneg_echo", ["--ird-word", "0xbfff", "--ord-word", "0xbfff"],
      ["--ird", "3", "--ord", "5"], {"mpa_ird_ord": "ulp", "mpa_p2p": "1",
                                     "mpa_rtr_offer": "write"},
      [r"request rev=2 .*ird_word=0xbfff ord_word=0xbfff",
-      r"rx opcode=0x0 write len=14"],
+      r"rx opcode=0x%x write len=14" % W.RDMAP_OP_WRITE],
      [r"event=ESTABLISHED status=0 initiator_depth=3 responder_resources=5"]),
     ("garbage_after_reply", ["--garbage", "0011" + "22" * 30], [], None,
-     [r"rx opcode=0x7 term"], [r"event=ESTABLISHED status=0",
-                               r"event=DISCONNECTED"]),
+     [RX_TERM + " term"], [r"event=ESTABLISHED status=0",
+                           r"event=DISCONNECTED"]),
     ("reject", ["--reject"], [], None, [r"!rx opcode"],
      [r"event=REJECTED status=-104"]),
     ("close_on_enhanced", ["--close-on-enhanced"], [], None,
