@@ -61,6 +61,16 @@ static int prepost(struct ru_ep *e, void *arg)
 	return rc;
 }
 
+/* on_close: what prepost registered, before the QP's PD goes */
+static void unprepost(struct ru_ep *e, void *arg)
+{
+	struct ictx *c = arg;
+
+	(void)e;
+	ru_buf_free(&c->data);
+	ru_chan_free(&c->ch);
+}
+
 static int test_port(int n)
 {
 	return (int)ru_env_long("SIWX_INTEROP_PORT", 47100) + n;
@@ -84,6 +94,8 @@ static int ictx_open(struct ictx *c, int n)
 	ru_chan_caps(&caps, &c->ch, NSLOT, SLOT, MAXMSG, ACC_ALL);
 	caps.on_qp = prepost;
 	caps.on_qp_arg = c;
+	caps.on_close = unprepost;
+	caps.on_close_arg = c;
 	if (!strcmp(role, "a")) {
 		c->is_a = 1;
 		rc = ru_listen(&c->l, local, (uint16_t)test_port(n), 4);

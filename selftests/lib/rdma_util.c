@@ -215,9 +215,29 @@ struct rdma_event_channel *ru_new_channel(void)
 	return ch;
 }
 
-int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
-		    enum rdma_cm_event_type *type, int *status,
-		    struct rdma_cm_id **id_out)
+/* The private data and IRD/ORD of a connect request or an ESTABLISHED. */
+static void conn_data(struct ru_conn_data *cd, const struct rdma_cm_event *ev)
+{
+	const struct rdma_conn_param *p = &ev->param.conn;
+	size_t n = p->private_data ? p->private_data_len : 0;
+
+	memset(cd, 0, sizeof(*cd));
+	if (n > sizeof(cd->data))
+		n = sizeof(cd->data);
+	if (n)
+		memcpy(cd->data, p->private_data, n);
+	cd->len = (uint8_t)n;
+	cd->responder_resources = p->responder_resources;
+	cd->initiator_depth = p->initiator_depth;
+}
+
+/*
+ * ru_get_cm_event(); with e, the peer's connection data of a connect
+ * request (passive e) or an ESTABLISHED (active e) go to e->peer.
+ */
+static int get_event(struct rdma_event_channel *ch, int timeout_ms,
+		     enum rdma_cm_event_type *type, int *status,
+		     struct rdma_cm_id **id_out, struct ru_ep *e)
 {
 	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms;
 	struct rdma_cm_event *ev;
@@ -229,6 +249,10 @@ int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
 				*status = ev->status;
 			if (id_out)
 				*id_out = ev->id;
+			if (e && (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ||
+				  (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
+				   !e->passive)))
+				conn_data(&e->peer, ev);
 			rdma_ack_cm_event(ev);
 			return 0;
 		}
@@ -249,9 +273,17 @@ int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
 	}
 }
 
+int ru_get_cm_event(struct rdma_event_channel *ch, int timeout_ms,
+		    enum rdma_cm_event_type *type, int *status,
+		    struct rdma_cm_id **id_out)
+{
+	return get_event(ch, timeout_ms, type, status, id_out, NULL);
+}
+
 /*
  * Wait for one specific CM event (see ru_wait_cm_event); with e, note
- * ESTABLISHED and DISCONNECTED in its flags.
+ * ESTABLISHED and DISCONNECTED in its flags and the peer's connection
+ * data in e->peer.
  */
 static int wait_event(struct rdma_event_channel *ch,
 		      enum rdma_cm_event_type want, int timeout_ms,
@@ -265,7 +297,7 @@ static int wait_event(struct rdma_event_channel *ch,
 		uint64_t now = ru_now_ms();
 		int left = now >= deadline ? 0 : (int)(deadline - now);
 
-		rc = ru_get_cm_event(ch, left, &t, &st, id_out);
+		rc = get_event(ch, left, &t, &st, id_out, e);
 		if (rc) {
 			if (rc == -ETIMEDOUT)
 				return ru_fail(ETIMEDOUT,
@@ -315,7 +347,7 @@ void ru_ep_pump_events(struct ru_ep *e)
 
 	if (!e->ch)
 		return;
-	while (ru_get_cm_event(e->ch, 0, &t, NULL, NULL) == 0) {
+	while (get_event(e->ch, 0, &t, NULL, NULL, e) == 0) {
 		if (t == RDMA_CM_EVENT_DISCONNECTED)
 			e->disconnected = 1;
 		if (t == RDMA_CM_EVENT_ESTABLISHED)
@@ -405,12 +437,42 @@ static int ep_create_rcq(struct ru_ep *e, const struct ru_caps *caps,
 	return 0;
 }
 
+static uint32_t min_u32(uint32_t a, int b)
+{
+	return b > 0 && a > (uint32_t)b ? (uint32_t)b : a;
+}
+
 /* PD, CQs, optional SRQ and the QP for e->id, as caps says. */
 static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 {
 	struct ibv_context *ctx = e->id->verbs;
 	struct ibv_qp_init_attr_ex qa;
+	struct ibv_device_attr da;
 	int scq_depth, rcq_depth, rc;
+
+	/* from here on ru_ep_close() calls it, whatever fails */
+	e->on_close = caps->on_close;
+	e->on_close_arg = caps->on_close_arg;
+	e->pdata_len = caps->private_data ? caps->private_data_len : 0;
+	if (e->pdata_len)
+		memcpy(e->pdata, caps->private_data, e->pdata_len);
+	e->cap.max_send_wr = caps->max_send_wr;
+	e->cap.max_recv_wr = caps->max_recv_wr;
+	e->cap.max_send_sge = caps->max_send_sge;
+	e->cap.max_recv_sge = caps->max_recv_sge;
+	e->cap.max_inline_data = caps->max_inline;
+	memset(&da, 0, sizeof(da));
+	if (caps->clamp_to_device) {
+		rc = ibv_query_device(ctx, &da);
+		if (rc)
+			return ru_fail(rc, "ibv_query_device: %s", strerror(rc));
+		e->cap.max_send_wr = min_u32(e->cap.max_send_wr, da.max_qp_wr);
+		e->cap.max_recv_wr = min_u32(e->cap.max_recv_wr, da.max_qp_wr);
+	}
+	scq_depth = caps->cq_depth ? caps->cq_depth : (int)e->cap.max_send_wr + 8;
+	rcq_depth = caps->cq_depth ? caps->cq_depth : (int)e->cap.max_recv_wr + 8;
+	scq_depth = (int)min_u32((uint32_t)scq_depth, da.max_cqe);
+	rcq_depth = (int)min_u32((uint32_t)rcq_depth, da.max_cqe);
 
 	if (caps->shared_pd) {
 		e->pd = caps->shared_pd;
@@ -420,8 +482,6 @@ static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 		if (!e->pd)
 			return ru_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
 	}
-	scq_depth = caps->cq_depth ? caps->cq_depth : (int)caps->max_send_wr + 8;
-	rcq_depth = caps->cq_depth ? caps->cq_depth : (int)caps->max_recv_wr + 8;
 	e->scq = ibv_create_cq(ctx, scq_depth, NULL, NULL, 0);
 	if (!e->scq)
 		return ru_fail(errno, "ibv_create_cq(%d): %s", scq_depth,
@@ -436,12 +496,12 @@ static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 		struct ibv_srq_init_attr sa;
 
 		memset(&sa, 0, sizeof(sa));
-		sa.attr.max_wr = caps->max_recv_wr;
+		sa.attr.max_wr = e->cap.max_recv_wr;
 		sa.attr.max_sge = caps->max_recv_sge;
 		e->srq = ibv_create_srq(e->pd, &sa);
 		if (!e->srq)
 			return ru_fail(errno, "ibv_create_srq(%u): %s",
-				       caps->max_recv_wr, strerror(errno));
+				       e->cap.max_recv_wr, strerror(errno));
 	}
 
 	memset(&qa, 0, sizeof(qa));
@@ -449,8 +509,8 @@ static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 	qa.send_cq = e->scq;
 	qa.recv_cq = e->rcq;
 	qa.srq = e->srq;
-	qa.cap.max_send_wr = caps->max_send_wr;
-	qa.cap.max_recv_wr = e->srq ? 0 : caps->max_recv_wr;
+	qa.cap.max_send_wr = e->cap.max_send_wr;
+	qa.cap.max_recv_wr = e->srq ? 0 : e->cap.max_recv_wr;
 	qa.cap.max_send_sge = caps->max_send_sge;
 	qa.cap.max_recv_sge = e->srq ? 0 : caps->max_recv_sge;
 	qa.cap.max_inline_data = caps->max_inline;
@@ -461,18 +521,24 @@ static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 		qa.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		qa.send_ops_flags = caps->send_ops;
 	}
-	if (rdma_create_qp_ex(e->id, &qa)) {
+	rc = rdma_create_qp_ex(e->id, &qa);
+	if (rc && caps->inline_fallback && caps->max_inline) {
+		qa.cap.max_inline_data = 0;
+		rc = rdma_create_qp_ex(e->id, &qa);
+	}
+	if (rc) {
 		int err = errno;
 
 		return ru_fail(err, "rdma_create_qp_ex(max_send_wr=%u max_recv_wr=%u "
 			       "max_send_sge=%u max_recv_sge=%u max_inline=%u "
 			       "srq %s send_ops 0x%llx): %s",
-			       caps->max_send_wr, caps->max_recv_wr,
+			       e->cap.max_send_wr, e->cap.max_recv_wr,
 			       caps->max_send_sge, caps->max_recv_sge,
 			       caps->max_inline, e->srq ? "yes" : "no",
 			       (unsigned long long)caps->send_ops,
 			       strerror(err));
 	}
+	e->cap.max_inline_data = qa.cap.max_inline_data;	/* as granted */
 	e->qp = e->id->qp;
 	if (caps->send_ops) {
 		e->qpx = ibv_qp_to_qp_ex(e->qp);
@@ -487,9 +553,14 @@ static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 	return 0;
 }
 
-static void conn_param(struct rdma_conn_param *p, const struct ru_caps *caps)
+static void conn_param(struct rdma_conn_param *p, const struct ru_ep *e,
+		       const struct ru_caps *caps)
 {
 	memset(p, 0, sizeof(*p));
+	if (e->pdata_len) {
+		p->private_data = e->pdata;
+		p->private_data_len = e->pdata_len;
+	}
 	p->initiator_depth = caps->initiator_depth;
 	p->responder_resources = caps->responder_resources;
 	p->retry_count = 7;
@@ -571,7 +642,7 @@ int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
 	rc = ep_create_qp(c, caps);
 	if (rc)
 		return rc;
-	conn_param(&cp, caps);
+	conn_param(&cp, c, caps);
 	if (rdma_connect(c->id, &cp))
 		return ru_fail(errno, "rdma_connect(%s:%u): %s", dst, port,
 			       strerror(errno));
@@ -635,8 +706,9 @@ int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
 	int rc;
 
 	memset(s, 0, sizeof(*s));
+	s->passive = 1;
 	rc = wait_event(l->ch, RDMA_CM_EVENT_CONNECT_REQUEST, timeout_ms, &id,
-			NULL);
+			s);
 	if (rc)
 		return rc;
 	s->id = id;
@@ -652,7 +724,7 @@ int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
 		rdma_reject(id, NULL, 0);
 		return rc;
 	}
-	conn_param(&cp, caps);
+	conn_param(&cp, s, caps);
 	if (rdma_accept(id, &cp))
 		return ru_fail(errno, "rdma_accept: %s", strerror(errno));
 	return 0;
@@ -697,6 +769,8 @@ int ru_ep_wait_disconnected(struct ru_ep *e, int timeout_ms)
 
 void ru_ep_close(struct ru_ep *e)
 {
+	if (e->on_close)	/* e.g. the MRs in e->pd */
+		e->on_close(e, e->on_close_arg);
 	if (e->id && e->qp)
 		rdma_destroy_qp(e->id);
 	e->qp = NULL;
@@ -1178,6 +1252,12 @@ int ru_pair_kind(int vm)
 
 /* ---- control messages --------------------------------------------------- */
 
+static void chan_close(struct ru_ep *e, void *chan)
+{
+	(void)e;
+	ru_chan_free(chan);
+}
+
 void ru_chan_caps(struct ru_caps *caps, struct ru_chan *ch, int nslot,
 		  size_t slot, size_t txlen, int access)
 {
@@ -1190,6 +1270,8 @@ void ru_chan_caps(struct ru_caps *caps, struct ru_chan *ch, int nslot,
 	caps->max_recv_wr = (uint32_t)nslot + 2;
 	caps->on_qp = ru_chan_prepost;
 	caps->on_qp_arg = ch;
+	caps->on_close = chan_close;
+	caps->on_close_arg = ch;
 }
 
 int ru_chan_prepost(struct ru_ep *e, void *chan)

@@ -114,6 +114,33 @@ struct ru_caps {
 	int rcq_channel;		/* receive CQ on a completion channel */
 	int rcq_ex;			/* receive CQ from ibv_create_cq_ex */
 	uint64_t rcq_wc_flags;		/* with rcq_ex (0: RU_CQX_FLAGS) */
+	/*
+	 * Called by ru_ep_close() before the QP, CQs and PD go, also when
+	 * ru_connect() retries and when a connect or accept fails: the place
+	 * to deregister what on_qp registered in e->pd (a PD with MRs left
+	 * cannot be freed). ru_chan_caps() sets it for the channel.
+	 */
+	void (*on_close)(struct ru_ep *e, void *arg);
+	void *on_close_arg;
+	/*
+	 * Private data of rdma_connect() / rdma_accept() (copied to e->pdata,
+	 * where on_qp may still change it, e.g. to hand out an rkey).
+	 */
+	const void *private_data;
+	uint8_t private_data_len;
+	int clamp_to_device;		/* WR and CQ counts: at most the device's */
+	int inline_fallback;		/* QP refused with max_inline: retry with 0 */
+};
+
+/* private data as rdma_cm carries it (rdma_conn_param: a uint8_t length) */
+#define RU_PDATA_MAX	255
+
+/* What the peer's connect request (passive side) or accept (active side) carried. */
+struct ru_conn_data {
+	uint8_t data[RU_PDATA_MAX];
+	uint8_t len;
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
 };
 
 /* what ru_poll_ex() reads of an extended CQ */
@@ -139,6 +166,17 @@ struct ru_ep {
 	struct ibv_comp_channel *cc;	/* rcq_channel (non-blocking fd) */
 	struct ibv_cq_ex *rcqx;		/* rcq_ex (rcq is its ibv_cq) */
 	int pd_shared, srq_shared;	/* not destroyed by ru_ep_close() */
+	int passive;			/* accepted (not connected) */
+	/*
+	 * The QP as created: the WR and SGE counts asked for (after
+	 * clamp_to_device), max_inline_data as the provider granted it.
+	 */
+	struct ibv_qp_cap cap;
+	struct ru_conn_data peer;	/* the peer's private data, IRD/ORD */
+	uint8_t pdata[RU_PDATA_MAX];	/* ours, sent on connect/accept */
+	uint8_t pdata_len;
+	void (*on_close)(struct ru_ep *e, void *arg);	/* from ru_caps */
+	void *on_close_arg;
 };
 
 struct ru_listener {
@@ -155,8 +193,9 @@ void ru_listener_close(struct ru_listener *l);
 /*
  * Client, in two halves so that one thread can drive both ends:
  * ru_client_start() resolves, creates PD/CQs/QP and sends the connect
- * request; ru_client_finish() waits for ESTABLISHED.
- * src may be NULL (let the kernel choose).
+ * request (with c->pdata); ru_client_finish() waits for ESTABLISHED (the
+ * server's private data and IRD/ORD in c->peer).
+ * src may be NULL (let the kernel choose). Addresses are numeric.
  */
 int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
 		    uint16_t port, const struct ru_caps *caps, int timeout_ms);
@@ -170,10 +209,13 @@ int ru_connect(struct ru_ep *c, const char *src, const char *dst,
 	       uint16_t port, const struct ru_caps *caps, int retry_ms);
 
 /*
- * Server: wait for one connect request on l, create PD/CQs/QP with caps
- * on the requested device, accept, wait for ESTABLISHED.
- * With establish_wait == 0 it returns right after rdma_accept() and the
- * caller finishes with ru_ep_wait_established().
+ * Server: wait for one connect request on l (its private data and IRD/ORD
+ * in s->peer, already there when caps->on_qp runs), create PD/CQs/QP with
+ * caps on the requested device, accept (with s->pdata), wait for
+ * ESTABLISHED. ru_accept_start() returns right after rdma_accept() and
+ * the caller finishes with ru_ep_wait_established(). A failure after the
+ * request arrived leaves s->id set (and the request rejected when the
+ * resources could not be made).
  */
 int ru_accept(struct ru_listener *l, struct ru_ep *s,
 	      const struct ru_caps *caps, int timeout_ms);
@@ -389,8 +431,9 @@ struct ru_chan {
 
 /*
  * Set the channel's geometry and make caps post its receives (caps->on_qp
- * = ru_chan_prepost, max_recv_wr = nslot + 2). A suite that needs more in
- * on_qp calls ru_chan_prepost() from its own.
+ * = ru_chan_prepost, max_recv_wr = nslot + 2) and free its buffers when
+ * the end closes (caps->on_close). A suite that needs more in on_qp calls
+ * ru_chan_prepost() from its own (and ru_chan_free() from its on_close).
  */
 void ru_chan_caps(struct ru_caps *caps, struct ru_chan *ch, int nslot,
 		  size_t slot, size_t txlen, int access);
