@@ -14,6 +14,10 @@
  * time is up. At the end it compares the whole area (guards included)
  * with what it must hold and prints one "server mem ..." verdict.
  *
+ * The connection is rdma_util's (ru_listen, ru_accept_start): its on_qp
+ * hook makes the memory and sets the private data, its on_close hook
+ * frees them.
+ *
  * Output: one "server WHAT key=value..." line per observation, flushed.
  * Exit: 0 memory as expected, 1 memory differs, 3 setup failure (no
  * connection, verbs error), 2 usage.
@@ -260,22 +264,18 @@ struct opts {
 /* the connection, its resources and what was observed on it */
 struct server {
 	const struct opts *o;
-	struct rdma_event_channel *lch, *ch;
-	struct rdma_cm_id *lid, *id;
-	struct ibv_pd *pd, *pdm;
-	struct ibv_cq *scq, *rcq;
-	struct ibv_mr *mr, *rmr, *resmr;
-	uint8_t *area, *want, *rbuf, *mrp;
+	struct ru_listener l;
+	struct ru_ep ep;
+	struct ibv_pd *pdm;		/* the MR's: ep.pd, or with --pd2 its own */
+	struct ibv_mr *mr;
+	struct ru_buf rbuf, res;	/* receives; the posted atomic's result */
+	uint8_t *area, *want, *mrp;
 	size_t area_len;
-	uint64_t *result;
+	char pdata[200];		/* accept's private data */
+	int said;			/* a setup failure is reported */
 	uint64_t t0, est_at;
-	int established, disconnected, n_async, n_cqe, qp_err, posted;
+	int n_async, n_cqe, qp_err, posted;
 };
-
-static const char *cm_str(enum rdma_cm_event_type t)
-{
-	return rdma_event_str(t);
-}
 
 static void parse_opts(struct opts *o, int argc, char **argv)
 {
@@ -381,6 +381,7 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 /* the values the server's own checks need; usage() on nonsense */
 static void check_opts(struct opts *o)
 {
+	struct in_addr sin;
 	int i;
 
 	if (o->port < 0 || !o->len || o->nrecv < 0)
@@ -391,6 +392,8 @@ static void check_opts(struct opts *o)
 	for (i = 0; i < o->nexps; i++)
 		if (o->exps[i].off + o->exps[i].n > o->len)
 			usage();
+	if (inet_pton(AF_INET, o->addr, &sin) != 1)
+		usage();
 	if (!o->have_seed)
 		o->seed = ru_random_seed();
 }
@@ -398,68 +401,22 @@ static void check_opts(struct opts *o)
 static int do_listen(struct server *s)
 {
 	const struct opts *o = s->o;
-	struct sockaddr_in sin;
+	struct ibv_context *ctx;
+	int rc;
 
-	s->lch = rdma_create_event_channel();
-	if (!s->lch || rdma_create_id(s->lch, &s->lid, NULL, RDMA_PS_TCP)) {
-		say("error step=create_id errno=%d", errno);
-		return 3;
-	}
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(o->port);
-	if (inet_pton(AF_INET, o->addr, &sin.sin_addr) != 1)
-		usage();
-	if (rdma_bind_addr(s->lid, (struct sockaddr *)&sin) ||
-	    rdma_listen(s->lid, 4)) {
+	rc = ru_listen(&s->l, o->addr, (uint16_t)o->port, 4);
+	if (rc) {
 		say("error step=listen addr=%s port=%d errno=%d (%s)", o->addr,
-		    o->port, errno, strerror(errno));
+		    o->port, -rc, ru_errmsg());
 		return 3;
 	}
+	ctx = s->l.id->verbs;
 	say("listening addr=%s port=%d dev=%s seed=0x%" PRIx64, o->addr, o->port,
-	    s->lid->verbs ? ibv_get_device_name(s->lid->verbs->device) : "?",
-	    o->seed);
+	    ctx ? ibv_get_device_name(ctx->device) : "?", o->seed);
 	if (o->ready_fd >= 0) {
 		if (write(o->ready_fd, "listening\n", 10) != 10)
 			say("warning ready-fd=%d errno=%d", o->ready_fd, errno);
 		close(o->ready_fd);
-	}
-	return 0;
-}
-
-static int wait_connect_request(struct server *s)
-{
-	struct pollfd p = { .fd = s->lch->fd, .events = POLLIN };
-	char hex[2 * 64 + 1] = "-";
-	struct rdma_cm_event *ev;
-	const uint8_t *pd;
-	int k, n;
-
-	s->t0 = ru_now_ms();
-	if (poll(&p, 1, (int)s->o->timeout) <= 0 || rdma_get_cm_event(s->lch, &ev)) {
-		say("error step=connect_request timeout_ms=%" PRIu64, s->o->timeout);
-		say("end result=no-connection");
-		return 3;
-	}
-	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-		say("error step=connect_request event=%s status=%d",
-		    cm_str(ev->event), ev->status);
-		rdma_ack_cm_event(ev);
-		return 3;
-	}
-	s->id = ev->id;
-	pd = ev->param.conn.private_data;
-	n = ev->param.conn.private_data_len;
-	for (k = 0; pd && k < n && k < 64; k++)
-		sprintf(hex + 2 * k, "%02x", pd[k]);
-	say("connect-request pd_len=%d responder_resources=%u initiator_depth=%u pdata=%s",
-	    n, ev->param.conn.responder_resources,
-	    ev->param.conn.initiator_depth, hex);
-	rdma_ack_cm_event(ev);
-	s->ch = rdma_create_event_channel();
-	if (!s->ch || rdma_migrate_id(s->id, s->ch)) {
-		say("error step=migrate errno=%d", errno);
-		return 3;
 	}
 	return 0;
 }
@@ -478,7 +435,7 @@ static int setup_memory(struct server *s)
 	s->want = malloc(s->area_len);
 	if (s->area == MAP_FAILED || !s->want) {
 		say("error step=alloc");
-		return 3;
+		return -ENOMEM;
 	}
 	s->mrp = s->area + PAGE;
 	ru_fill(s->area, s->area_len, o->seed);
@@ -490,10 +447,12 @@ static int setup_memory(struct server *s)
 		       o->exps[i].n);
 	s->mr = ibv_reg_mr(s->pdm, s->mrp, o->len, o->access);
 	if (!s->mr) {
+		int err = errno;
+
 		say("error step=reg_mr access=%s errno=%d (%s)",
-		    access_str(o->access, abuf, sizeof(abuf)), errno,
-		    strerror(errno));
-		return 3;
+		    access_str(o->access, abuf, sizeof(abuf)), err,
+		    strerror(err));
+		return -err;
 	}
 	say("mr rkey=0x%08x addr=0x%" PRIx64 " len=%zu access=%s pd=%s", s->mr->rkey,
 	    (uint64_t)(uintptr_t)s->mrp, o->len,
@@ -507,127 +466,150 @@ static int setup_memory(struct server *s)
 	return 0;
 }
 
-static int post_receives(struct server *s)
+static int post_receives(struct server *s, struct ru_ep *e)
 {
 	const struct opts *o = s->o;
-	int i;
+	int i, rc;
 
-	s->rbuf = calloc(o->nrecv, o->recv_len);
-	s->rmr = s->rbuf ? ibv_reg_mr(s->pd, s->rbuf, o->nrecv * o->recv_len,
-				      IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!s->rmr) {
-		say("error step=recv_mr errno=%d", errno);
-		return 3;
+	rc = ru_buf_alloc(&s->rbuf, e->pd, o->nrecv * o->recv_len,
+			  IBV_ACCESS_LOCAL_WRITE);
+	if (rc) {
+		say("error step=recv_mr errno=%d", -rc);
+		return rc;
 	}
 	for (i = 0; i < o->nrecv; i++) {
-		struct ibv_sge sge = {
-			.addr = (uintptr_t)s->rbuf + i * o->recv_len,
-			.length = o->recv_len, .lkey = s->rmr->lkey,
-		};
-		struct ibv_recv_wr wr = { .wr_id = 100 + i,
-					  .sg_list = &sge,
-					  .num_sge = 1 }, *bad;
-
-		if (ibv_post_recv(s->id->qp, &wr, &bad)) {
-			say("error step=post_recv errno=%d", errno);
-			return 3;
+		rc = ru_post_recv(e, &s->rbuf, i * o->recv_len, o->recv_len,
+				  100 + i);
+		if (rc) {
+			say("error step=post_recv errno=%d", -rc);
+			return rc;
 		}
 	}
 	return 0;
 }
 
-static int setup_resources(struct server *s)
+/*
+ * caps.on_qp: the connect request is in (e->peer), the QP made. Report
+ * the request, make the memory, post the receives; accept's private
+ * data is the MR's coordinates as text.
+ */
+static int setup_resources(struct ru_ep *e, void *arg)
 {
+	struct server *s = arg;
 	const struct opts *o = s->o;
-	struct ibv_qp_init_attr qia;
-	int rc;
+	char hex[2 * 64 + 1] = "-";
+	int k, rc;
 
-	s->pd = ibv_alloc_pd(s->id->verbs);
-	s->pdm = o->pd2 ? ibv_alloc_pd(s->id->verbs) : s->pd;
-	s->scq = ibv_create_cq(s->id->verbs, 64, NULL, NULL, 0);
-	s->rcq = ibv_create_cq(s->id->verbs, 64, NULL, NULL, 0);
-	if (!s->pd || !s->pdm || !s->scq || !s->rcq) {
+	for (k = 0; k < e->peer.len && k < 64; k++)
+		sprintf(hex + 2 * k, "%02x", e->peer.data[k]);
+	say("connect-request pd_len=%d responder_resources=%u initiator_depth=%u pdata=%s",
+	    e->peer.len, e->peer.responder_resources,
+	    e->peer.initiator_depth, hex);
+	s->said = 1;	/* each failure below says what it was */
+	s->pdm = o->pd2 ? ibv_alloc_pd(e->id->verbs) : e->pd;	/* a foreign PD */
+	if (!s->pdm) {
 		say("error step=pd_cq errno=%d", errno);
-		return 3;
+		return -ENOMEM;
 	}
 	rc = setup_memory(s);
 	if (rc)
 		return rc;
-
-	memset(&qia, 0, sizeof(qia));
-	qia.send_cq = s->scq;
-	qia.recv_cq = s->rcq;
-	qia.qp_type = IBV_QPT_RC;
-	qia.cap.max_send_wr = 16;
-	qia.cap.max_recv_wr = o->nrecv > 0 ? o->nrecv : 1;
-	qia.cap.max_send_sge = 1;
-	qia.cap.max_recv_sge = 1;
-	if (rdma_create_qp(s->id, s->pd, &qia)) {
-		say("error step=create_qp errno=%d (%s)", errno, strerror(errno));
-		return 3;
-	}
 	if (o->nrecv) {
-		rc = post_receives(s);
+		rc = post_receives(s, e);
 		if (rc)
 			return rc;
 	}
-	say("qp qpn=%u recv_posted=%d recv_len=%zu", s->id->qp->qp_num, o->nrecv,
+	say("qp qpn=%u recv_posted=%d recv_len=%zu", e->qp->qp_num, o->nrecv,
 	    o->recv_len);
 	if (o->post_op >= 0) {
-		s->result = aligned_alloc(64, 64);
-		s->resmr = s->result ? ibv_reg_mr(s->pd, s->result, 64,
-						  IBV_ACCESS_LOCAL_WRITE) : NULL;
-		if (!s->resmr) {
-			say("error step=result_mr errno=%d", errno);
-			return 3;
+		rc = ru_buf_alloc(&s->res, e->pd, 64, IBV_ACCESS_LOCAL_WRITE);
+		if (rc) {
+			say("error step=result_mr errno=%d", -rc);
+			return rc;
 		}
-		*s->result = 0x5a5a5a5a5a5a5a5aull;
+		*(uint64_t *)s->res.addr = 0x5a5a5a5a5a5a5a5aull;
 	}
+	snprintf(s->pdata, sizeof(s->pdata), "rkey=0x%08x addr=0x%" PRIx64 " len=%zu",
+		 s->mr->rkey, (uint64_t)(uintptr_t)s->mrp, o->len);
+	e->pdata_len = (uint8_t)(strlen(s->pdata) + 1);
+	memcpy(e->pdata, s->pdata, e->pdata_len);
+	s->said = 0;
 	return 0;
 }
 
-/* accept with the MR's coordinates as text private data */
+/* caps.on_close: what setup_resources() registered */
+static void release_resources(struct ru_ep *e, void *arg)
+{
+	struct server *s = arg;
+
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	s->mr = NULL;
+	if (s->pdm && s->pdm != e->pd)
+		ibv_dealloc_pd(s->pdm);
+	s->pdm = NULL;
+	ru_buf_free(&s->rbuf);
+	ru_buf_free(&s->res);
+}
+
+/* the first connect request: the QP and memory, accept */
 static int do_accept(struct server *s)
 {
 	const struct opts *o = s->o;
-	struct rdma_conn_param cp;
-	char pdata[200];
+	struct ru_caps caps;
+	int rc;
 
-	snprintf(pdata, sizeof(pdata), "rkey=0x%08x addr=0x%" PRIx64 " len=%zu",
-		 s->mr->rkey, (uint64_t)(uintptr_t)s->mrp, o->len);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = pdata;
-	cp.private_data_len = strlen(pdata) + 1;
-	cp.responder_resources = o->ird;
-	cp.initiator_depth = o->ord;
-	if (rdma_accept(s->id, &cp)) {
-		say("error step=accept errno=%d (%s)", errno, strerror(errno));
+	ru_caps_default(&caps);
+	caps.max_send_wr = 16;
+	caps.max_recv_wr = o->nrecv > 0 ? o->nrecv : 1;
+	caps.cq_depth = 64;
+	caps.responder_resources = o->ird;
+	caps.initiator_depth = o->ord;
+	caps.on_qp = setup_resources;
+	caps.on_qp_arg = s;
+	caps.on_close = release_resources;
+	caps.on_close_arg = s;
+	s->t0 = ru_now_ms();
+	rc = ru_accept_start(&s->l, &s->ep, &caps, (int)o->timeout);
+	if (rc && !s->ep.id) {
+		if (rc == -ETIMEDOUT) {
+			say("error step=connect_request timeout_ms=%" PRIu64, o->timeout);
+			say("end result=no-connection");
+		} else {
+			say("error step=connect_request errno=%d (%s)", -rc,
+			    ru_errmsg());
+		}
 		return 3;
 	}
-	say("accepted ird=%u ord=%u pdata=\"%s\"", o->ird, o->ord, pdata);
+	if (rc) {
+		if (!s->said)
+			say("error step=%s errno=%d (%s)",
+			    s->mr ? "accept" : "setup", -rc, ru_errmsg());
+		return 3;
+	}
+	say("accepted ird=%u ord=%u pdata=\"%s\"", o->ird, o->ord, s->pdata);
 	return 0;
 }
 
 static void drain_events(struct server *s)
 {
 	struct ibv_async_event ae;
-	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type t;
+	int st;
 
-	while (!ibv_get_async_event(s->id->verbs, &ae)) {
+	while (!ibv_get_async_event(s->ep.id->verbs, &ae)) {
 		s->n_async++;
 		say("async event=%s", ibv_event_type_str(ae.event_type));
 		ibv_ack_async_event(&ae);
 	}
-	while (!rdma_get_cm_event(s->ch, &ev)) {
-		say("cm-event event=%s status=%d", cm_str(ev->event),
-		    ev->status);
-		if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
-			s->established = 1;
+	while (!ru_get_cm_event(s->ep.ch, 0, &t, &st, NULL)) {
+		say("cm-event event=%s status=%d", rdma_event_str(t), st);
+		if (t == RDMA_CM_EVENT_ESTABLISHED) {
+			s->ep.established = 1;
 			s->est_at = ru_now_ms();
 		}
-		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
-			s->disconnected = 1;
-		rdma_ack_cm_event(ev);
+		if (t == RDMA_CM_EVENT_DISCONNECTED)
+			s->ep.disconnected = 1;
 	}
 }
 
@@ -637,7 +619,7 @@ static void drain_cqs(struct server *s)
 	struct ibv_wc wc;
 
 	for (int q = 0; q < 2; q++) {
-		struct ibv_cq *cq = q ? s->scq : s->rcq;
+		struct ibv_cq *cq = q ? s->ep.scq : s->ep.rcq;
 
 		while (ibv_poll_cq(cq, 1, &wc) == 1) {
 			char hex[2 * 32 + 1] = "-";
@@ -646,7 +628,7 @@ static void drain_cqs(struct server *s)
 			if (!q && wc.status == IBV_WC_SUCCESS &&
 			    wc.wr_id >= 100 &&
 			    wc.wr_id < 100 + (uint64_t)o->nrecv) {
-				uint8_t *b = s->rbuf + (wc.wr_id - 100) * o->recv_len;
+				uint8_t *b = s->rbuf.addr + (wc.wr_id - 100) * o->recv_len;
 				unsigned int k;
 
 				for (k = 0; k < wc.byte_len && k < 32; k++)
@@ -662,13 +644,13 @@ static void drain_cqs(struct server *s)
 	}
 }
 
-/* --post-fadd / --post-cswap: one atomic to the peer */
+/* --post-fadd / --post-cswap: one atomic to the peer (the raw post's rc) */
 static void post_atomic(struct server *s)
 {
 	const struct opts *o = s->o;
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)s->result, .length = 8,
-		.lkey = s->resmr->lkey,
+		.addr = (uintptr_t)s->res.addr, .length = 8,
+		.lkey = s->res.mr->lkey,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = 1, .sg_list = &sge, .num_sge = 1,
@@ -681,7 +663,7 @@ static void post_atomic(struct server *s)
 	wr.wr.atomic.rkey = o->post_rkey;
 	wr.wr.atomic.compare_add = o->post_a;
 	wr.wr.atomic.swap = o->post_b;
-	prc = ibv_post_send(s->id->qp, &wr, &badwr);
+	prc = ibv_post_send(s->ep.qp, &wr, &badwr);
 	s->posted = 1;
 	say("post op=%s rc=%d%s%s rkey=0x%x raddr=0x%" PRIx64,
 	    o->post_op == IBV_WR_ATOMIC_FETCH_AND_ADD ?
@@ -695,31 +677,28 @@ static void post_atomic(struct server *s)
 static void watch(struct server *s)
 {
 	const struct opts *o = s->o;
-	int afd = s->id->verbs->async_fd;
-	int fl = fcntl(afd, F_GETFL);
 	uint64_t end = ru_now_ms() + o->timeout, stop = 0;
 
-	fcntl(afd, F_SETFL, fl | O_NONBLOCK);
-	fcntl(s->ch->fd, F_SETFL, fcntl(s->ch->fd, F_GETFL) | O_NONBLOCK);
+	ru_async_nonblock(s->ep.id->verbs);	/* the CM channel already is */
 	for (;;) {
 		struct pollfd p[2] = {
-			{ .fd = afd, .events = POLLIN },
-			{ .fd = s->ch->fd, .events = POLLIN },
+			{ .fd = s->ep.id->verbs->async_fd, .events = POLLIN },
+			{ .fd = s->ep.ch->fd, .events = POLLIN },
 		};
 		uint64_t now = ru_now_ms();
 		int st;
 
 		drain_events(s);
 		drain_cqs(s);
-		if (o->post_op >= 0 && !s->posted && s->established &&
+		if (o->post_op >= 0 && !s->posted && s->ep.established &&
 		    now >= s->est_at + o->post_delay)
 			post_atomic(s);
-		st = ru_qp_state(s->id->qp);
+		st = ru_qp_state(s->ep.qp);
 		if (!s->qp_err && st == IBV_QPS_ERR) {
 			s->qp_err = 1;
 			say("qp-state state=ERR after_ms=%" PRIu64, now - s->t0);
 		}
-		if (!stop && (s->qp_err || s->disconnected))
+		if (!stop && (s->qp_err || s->ep.disconnected))
 			stop = now + o->linger;
 		if (stop && now >= stop)
 			break;
@@ -732,7 +711,6 @@ static void watch(struct server *s)
 	}
 }
 
-/* Compare the whole area, guards included; returns 1 if it differs. */
 static int verdict(struct server *s)
 {
 	const struct opts *o = s->o;
@@ -773,27 +751,11 @@ static int verdict(struct server *s)
 
 static void teardown(struct server *s)
 {
-	rdma_disconnect(s->id);
-	rdma_destroy_qp(s->id);
-	if (s->mr)
-		ibv_dereg_mr(s->mr);
-	if (s->rmr)
-		ibv_dereg_mr(s->rmr);
-	if (s->resmr)
-		ibv_dereg_mr(s->resmr);
-	free(s->result);
-	ibv_destroy_cq(s->scq);
-	ibv_destroy_cq(s->rcq);
-	if (s->pdm != s->pd)
-		ibv_dealloc_pd(s->pdm);
-	ibv_dealloc_pd(s->pd);
-	rdma_destroy_id(s->id);
-	rdma_destroy_id(s->lid);
-	rdma_destroy_event_channel(s->ch);
-	rdma_destroy_event_channel(s->lch);
+	ru_ep_disconnect(&s->ep);
+	ru_ep_close(&s->ep);	/* release_resources() first */
+	ru_listener_close(&s->l);
 	munmap(s->area, s->area_len);
 	free(s->want);
-	free(s->rbuf);
 }
 
 int main(int argc, char **argv)
@@ -806,7 +768,7 @@ int main(int argc, char **argv)
 		.post_op = -1, .ready_fd = -1, .post_delay = 300,
 		.post_raddr = 0x1000, .post_rkey = 0x1234,
 	};
-	struct server s = { .o = &o };
+	static struct server s = { .o = &o };
 	int mem_bad, rc;
 
 	o.addr = ru_addr0();
@@ -819,20 +781,16 @@ int main(int argc, char **argv)
 
 	rc = do_listen(&s);
 	if (!rc)
-		rc = wait_connect_request(&s);
-	if (!rc)
-		rc = setup_resources(&s);
-	if (!rc)
 		rc = do_accept(&s);
 	if (rc)
 		return rc;
 	watch(&s);
 	mem_bad = verdict(&s);
-	if (s.result)
-		say("result u64=0x%016" PRIx64, *s.result);
+	if (s.res.addr)
+		say("result u64=0x%016" PRIx64, *(uint64_t *)s.res.addr);
 	say("end established=%d disconnected=%d qp_err=%d qp_state=%s async=%d cqes=%d result=%s",
-	    s.established, s.disconnected, s.qp_err,
-	    ru_qp_state_str(ru_qp_state(s.id->qp)), s.n_async, s.n_cqe,
+	    s.ep.established, s.ep.disconnected, s.qp_err,
+	    ru_qp_state_str(ru_qp_state(s.ep.qp)), s.n_async, s.n_cqe,
 	    mem_bad ? "mem-changed" : "mem-ok");
 	teardown(&s);
 	return mem_bad ? 1 : 0;
