@@ -43,8 +43,10 @@ mkdir -p "$OUT"
 cc -O2 -Wall -Wextra -o "$OUT/tcp_pingpong" "$TOP/tools/bench/tcp_pingpong.c" ||
 	die "cannot build tcp_pingpong"
 RP=$TOP/build/rdma-core/prefix
-cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -I"$RP/include" -o "$OUT/imm_bench" \
-	"$TOP/tools/bench/imm_bench.c" -L"$RP/lib" -Wl,-rpath,"$RP/lib" \
+# imm_bench links the selftests' connection layer, rdma_util
+cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -I"$RP/include" -I"$TOP/selftests/lib" \
+	-o "$OUT/imm_bench" "$TOP/tools/bench/imm_bench.c" "$TOP/selftests/lib/rdma_util.c" \
+	-L"$RP/lib" -Wl,-rpath,"$RP/lib" \
 	-Wl,--disable-new-dtags -lrdmacm -libverbs || die "cannot build imm_bench"
 # The guest looks for the ping-pong and imm_bench under build/bench (the
 # host root is shared read-only, at the same path).

@@ -58,14 +58,16 @@
  * Control messages are 64-byte Sends in host byte order (both ends run on
  * the same machine).  The client's largest size travels in the connection
  * request's private data, so that the server registers a large enough
- * buffer.  The server serves one connection and exits.
+ * buffer.  The server serves one connection and exits.  The connection is
+ * the selftests' rdma_util (selftests/lib/rdma_util.c, linked in): its
+ * on_qp hook sets up the buffers and posts the receives; the data path
+ * below is the bench's own.  ADDR is numeric.
  */
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,8 +75,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
+
+#include "rdma_util.h"
 
 #define MAX_SIZES	16
 #define CTL_SLOT	64		/* receive buffer per receive WQE */
@@ -118,10 +120,9 @@ struct ctl {			/* exactly CTL_SLOT bytes */
 };
 
 struct ep {
-	struct rdma_event_channel *ec;
-	struct rdma_cm_id *lid, *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *scq, *rcq;
+	struct ru_listener l;	/* server */
+	struct ru_ep c;		/* the connection */
+	struct ibv_cq *scq, *rcq;	/* c's, for the data path */
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	uint8_t *buf;
@@ -182,67 +183,6 @@ static int spin_expired(struct spin *s)
 
 /* ---------------------------------------------------------------- setup */
 
-static void setup_resources(struct ep *e, size_t maxsize)
-{
-	struct ibv_device_attr da;
-	struct ibv_qp_init_attr qa;
-	uint32_t rcqe;
-	size_t i;
-
-	if (ibv_query_device(e->id->verbs, &da))
-		die("ibv_query_device: %s", strerror(errno));
-	e->rq_depth = RQ_WANT;
-	if ((int)e->rq_depth > da.max_qp_wr)
-		e->rq_depth = da.max_qp_wr;
-	rcqe = e->rq_depth + 64;
-	if ((int)rcqe > da.max_cqe)
-		rcqe = da.max_cqe;
-	e->pd = ibv_alloc_pd(e->id->verbs);
-	if (!e->pd)
-		die("ibv_alloc_pd: %s", strerror(errno));
-	e->scq = ibv_create_cq(e->id->verbs, SQ_DEPTH + 16, NULL, NULL, 0);
-	e->rcq = ibv_create_cq(e->id->verbs, rcqe, NULL, NULL, 0);
-	if (!e->scq || !e->rcq)
-		die("ibv_create_cq: %s", strerror(errno));
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = e->scq;
-	qa.recv_cq = e->rcq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = SQ_DEPTH;
-	qa.cap.max_recv_wr = e->rq_depth;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = 64;
-	if (rdma_create_qp(e->id, e->pd, &qa)) {
-		qa.cap.max_inline_data = 0;
-		if (rdma_create_qp(e->id, e->pd, &qa))
-			die("rdma_create_qp: %s", strerror(errno));
-	}
-	e->qp = e->id->qp;
-	e->window = SQ_DEPTH / 2;
-	e->max_inline = qa.cap.max_inline_data;
-	if (e->inline_max > e->max_inline)
-		e->inline_max = e->max_inline;
-
-	e->maxsize = maxsize;
-	/* dst, src_a, src_b, receive slots, 16 send slots; page aligned */
-	e->buflen = 3 * maxsize + (size_t)e->rq_depth * CTL_SLOT + 16 * CTL_SLOT;
-	if (posix_memalign((void **)&e->buf, 4096, e->buflen))
-		die("out of memory");
-	memset(e->buf, 0, e->buflen);
-	e->dst = e->buf;
-	e->src_a = e->buf + maxsize;
-	e->src_b = e->buf + 2 * maxsize;
-	e->rbuf = e->buf + 3 * maxsize;
-	e->sbuf = e->rbuf + (size_t)e->rq_depth * CTL_SLOT;
-	for (i = 0; i < maxsize; i++)
-		e->src_a[i] = e->src_b[i] = (uint8_t)(i * 7 + 3);
-	e->mr = ibv_reg_mr(e->pd, e->buf, e->buflen,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!e->mr)
-		die("ibv_reg_mr(%zu bytes): %s", e->buflen, strerror(errno));
-}
-
 static void post_recv(struct ep *e, uint64_t slot)
 {
 	struct ibv_sge sge = {
@@ -266,31 +206,67 @@ static void post_all_recvs(struct ep *e)
 		post_recv(e, i);
 }
 
-static struct rdma_cm_event *cm_wait(struct ep *e, enum rdma_cm_event_type want)
+/*
+ * caps.on_qp: the QP is there (the server has the client's connect
+ * request in c->peer): the buffers, their MR, all receives posted.
+ */
+static int setup_buffers(struct ru_ep *c, void *arg)
 {
-	struct rdma_cm_event *ev;
+	struct ep *e = arg;
+	size_t i, maxsize;
 
-	if (rdma_get_cm_event(e->ec, &ev))
-		die("rdma_get_cm_event: %s", strerror(errno));
-	if (ev->event != want)
-		die("expected rdma_cm event %s, got %s (status %d)",
-		    rdma_event_str(want), rdma_event_str(ev->event), ev->status);
-	return ev;
+	e->qp = c->qp;
+	e->scq = c->scq;
+	e->rcq = c->rcq;
+	e->rq_depth = c->cap.max_recv_wr;	/* RQ_WANT, or the device's limit */
+	e->window = SQ_DEPTH / 2;
+	e->max_inline = c->cap.max_inline_data;
+	if (e->inline_max > e->max_inline)
+		e->inline_max = e->max_inline;
+	if (c->passive) {
+		struct conn_pdata pd;
+
+		e->maxsize = DEFAULT_MAXSIZE;
+		if (c->peer.len >= sizeof(pd)) {
+			memcpy(&pd, c->peer.data, sizeof(pd));
+			if (pd.magic == CTL_MAGIC && pd.maxsize >= 8)
+				e->maxsize = pd.maxsize;
+		}
+	}
+	maxsize = e->maxsize;
+	/* dst, src_a, src_b, receive slots, 16 send slots; page aligned */
+	e->buflen = 3 * maxsize + (size_t)e->rq_depth * CTL_SLOT + 16 * CTL_SLOT;
+	if (posix_memalign((void **)&e->buf, 4096, e->buflen))
+		die("out of memory");
+	memset(e->buf, 0, e->buflen);
+	e->dst = e->buf;
+	e->src_a = e->buf + maxsize;
+	e->src_b = e->buf + 2 * maxsize;
+	e->rbuf = e->buf + 3 * maxsize;
+	e->sbuf = e->rbuf + (size_t)e->rq_depth * CTL_SLOT;
+	for (i = 0; i < maxsize; i++)
+		e->src_a[i] = e->src_b[i] = (uint8_t)(i * 7 + 3);
+	e->mr = ibv_reg_mr(c->pd, e->buf, e->buflen,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!e->mr)
+		die("ibv_reg_mr(%zu bytes): %s", e->buflen, strerror(errno));
+	post_all_recvs(e);
+	return 0;
 }
 
-static void get_addr(const char *host, int port, struct sockaddr_storage *ss)
+/* The connection's QP: SQ_DEPTH sends, RQ_WANT receives, inline if it can. */
+static void bench_caps(struct ru_caps *caps, struct ep *e)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai;
-	char ps[16];
-	int rc;
-
-	snprintf(ps, sizeof(ps), "%d", port);
-	rc = getaddrinfo(host, ps, &hints, &ai);
-	if (rc)
-		die("getaddrinfo %s: %s", host, gai_strerror(rc));
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(ai);
+	ru_caps_default(caps);
+	caps->max_send_wr = SQ_DEPTH;
+	caps->max_recv_wr = RQ_WANT;
+	caps->max_inline = 64;
+	caps->inline_fallback = 1;
+	caps->clamp_to_device = 1;
+	caps->initiator_depth = 0;	/* no RDMA Reads */
+	caps->responder_resources = 0;
+	caps->on_qp = setup_buffers;
+	caps->on_qp_arg = e;
 }
 
 /* ------------------------------------------------------- send accounting */
@@ -566,40 +542,17 @@ static void bw_recv(struct ep *e, enum mode m, uint32_t size, uint32_t iters, ui
 
 static int run_server(const char *addr, int port)
 {
-	struct sockaddr_storage ss;
-	struct rdma_cm_event *ev;
-	struct rdma_conn_param cp;
-	struct ep e = { .inline_max = 64 };
+	static struct ep e = { .inline_max = 64 };
+	struct ru_caps caps;
 	struct ctl c, r;
 	struct ibv_wc wc;
 
-	e.ec = rdma_create_event_channel();
-	if (!e.ec || rdma_create_id(e.ec, &e.lid, NULL, RDMA_PS_TCP))
-		die("rdma_create_id: %s", strerror(errno));
-	get_addr(addr, port, &ss);
-	if (rdma_bind_addr(e.lid, (struct sockaddr *)&ss))
-		die("rdma_bind_addr %s:%d: %s", addr, port, strerror(errno));
-	if (rdma_listen(e.lid, 1))
-		die("rdma_listen: %s", strerror(errno));
-	ev = cm_wait(&e, RDMA_CM_EVENT_CONNECT_REQUEST);
-	e.id = ev->id;
-	e.maxsize = DEFAULT_MAXSIZE;
-	if (ev->param.conn.private_data_len >= sizeof(struct conn_pdata)) {
-		struct conn_pdata pd;
-
-		memcpy(&pd, ev->param.conn.private_data, sizeof(pd));
-		if (pd.magic == CTL_MAGIC && pd.maxsize >= 8)
-			e.maxsize = pd.maxsize;
-	}
-	rdma_ack_cm_event(ev);
-	setup_resources(&e, e.maxsize);
-	post_all_recvs(&e);
-	memset(&cp, 0, sizeof(cp));
-	cp.rnr_retry_count = 7;
-	if (rdma_accept(e.id, &cp))
-		die("rdma_accept: %s", strerror(errno));
-	ev = cm_wait(&e, RDMA_CM_EVENT_ESTABLISHED);
-	rdma_ack_cm_event(ev);
+	if (ru_listen(&e.l, addr, (uint16_t)port, 1))
+		die("listen on %s:%d: %s", addr, port, ru_errmsg());
+	/* the buffer for the client's largest size (its private data) */
+	bench_caps(&caps, &e);
+	if (ru_accept(&e.l, &e.c, &caps, STREAM_SECS * 1000))
+		die("accept on %s:%d: %s", addr, port, ru_errmsg());
 
 	get_ctl(&e, &c, CTL_HELLO, "HELLO");
 	e.raddr = c.addr;
@@ -629,7 +582,7 @@ static int run_server(const char *addr, int port)
 		case CTL_NOIMM:
 			continue;
 		case CTL_QUIT:
-			rdma_disconnect(e.id);
+			ru_ep_disconnect(&e.c);
 			return 0;
 		case CTL_PHASE:
 			break;
@@ -716,42 +669,18 @@ struct client {
 /* Connect to the server with our buffer size in the private data. */
 static void client_connect(struct client *cl, struct ep *e)
 {
-	struct conn_pdata pdata = { .magic = CTL_MAGIC };
-	struct sockaddr_storage ss;
-	struct rdma_cm_event *ev;
-	struct rdma_conn_param cp;
+	struct conn_pdata pdata = { .magic = CTL_MAGIC, .maxsize = cl->maxsize };
+	struct ru_caps caps;
 
-	get_addr(cl->host, cl->port, &ss);
-	e->ec = rdma_create_event_channel();
-	if (!e->ec)
-		die("rdma_create_event_channel: %s", strerror(errno));
-	/* (the caller starts the client once the server listens) */
-	if (rdma_create_id(e->ec, &e->id, NULL, RDMA_PS_TCP))
-		die("rdma_create_id: %s", strerror(errno));
-	if (rdma_resolve_addr(e->id, NULL, (struct sockaddr *)&ss, 5000))
-		die("rdma_resolve_addr: %s", strerror(errno));
-	ev = cm_wait(e, RDMA_CM_EVENT_ADDR_RESOLVED);
-	rdma_ack_cm_event(ev);
-	if (rdma_resolve_route(e->id, 5000))
-		die("rdma_resolve_route: %s", strerror(errno));
-	ev = cm_wait(e, RDMA_CM_EVENT_ROUTE_RESOLVED);
-	rdma_ack_cm_event(ev);
-	setup_resources(e, cl->maxsize);
-	post_all_recvs(e);
-	memset(&cp, 0, sizeof(cp));
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
-	pdata.maxsize = cl->maxsize;
-	cp.private_data = &pdata;
-	cp.private_data_len = sizeof(pdata);
-	if (rdma_connect(e->id, &cp))
-		die("rdma_connect: %s", strerror(errno));
-	if (rdma_get_cm_event(e->ec, &ev))
-		die("rdma_get_cm_event: %s", strerror(errno));
-	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
-		die("connect to %s:%d: %s (status %d)", cl->host, cl->port,
-		    rdma_event_str(ev->event), ev->status);
-	rdma_ack_cm_event(ev);
+	bench_caps(&caps, e);
+	caps.private_data = &pdata;
+	caps.private_data_len = sizeof(pdata);
+	e->maxsize = cl->maxsize;
+	/* one attempt: the caller starts the client once the server listens */
+	if (ru_client_start(&e->c, NULL, cl->host, (uint16_t)cl->port, &caps,
+			    5000) ||
+	    ru_client_finish(&e->c, WAIT_SECS * 1000))
+		die("connect to %s:%d: %s", cl->host, cl->port, ru_errmsg());
 }
 
 /* HELLO: our buffer, and how large a one we need from the server */
@@ -990,10 +919,11 @@ static void report(struct client *cl)
 
 static int run_client(struct client *cl, uint32_t inline_max, const char *modes)
 {
-	struct ep e = { .inline_max = inline_max };
+	static struct ep e;
 	struct ctl c;
 	int i, k;
 
+	e.inline_max = inline_max;
 	for (k = 0; k < M_NUM; k++)
 		cl->want[k] = strstr(modes, mode_name[k]) != NULL;
 	cl->maxsize = 8;
@@ -1015,7 +945,7 @@ static int run_client(struct client *cl, uint32_t inline_max, const char *modes)
 	c.type = CTL_QUIT;
 	send_ctl(&e, &c);
 	report(cl);
-	rdma_disconnect(e.id);
+	ru_ep_disconnect(&e.c);
 	return 0;
 }
 

@@ -176,8 +176,10 @@ while [ $# -gt 0 ]; do
 done
 RP=$TOP/build/rdma-core/prefix
 mkdir -p "$TOP/build/bench" "$OUT"
-cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -I"$RP/include" -o "$TOP/build/bench/imm_bench" \
-	"$TOP/tools/bench/imm_bench.c" -L"$RP/lib" -Wl,-rpath,"$RP/lib" \
+# imm_bench links the selftests' connection layer, rdma_util
+cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -I"$RP/include" -I"$TOP/selftests/lib" \
+	-o "$TOP/build/bench/imm_bench" "$TOP/tools/bench/imm_bench.c" "$TOP/selftests/lib/rdma_util.c" \
+	-L"$RP/lib" -Wl,-rpath,"$RP/lib" \
 	-Wl,--disable-new-dtags -lrdmacm -libverbs || exit 2
 VMOUT=$OUT/vm
 rm -rf "$VMOUT" "$OUT/perf" "$OUT/logs" "$OUT/runs.csv"
