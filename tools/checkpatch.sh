@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run the kernel's checkpatch.pl (from the staged linux-source subset) on
-# every patch in patches/linux/ and on our own kernel files in drivers/
-# and include/. Exits non-zero on any error or warning.
+# every patch in patches/linux/ and, with --strict (as series-check runs
+# it on the patches), on our own kernel files in drivers/ and include/.
+# Exits non-zero on any error, warning or, for our files, CHECK.
 #
 #   tools/checkpatch.sh PRISTINE_DIR
 set -uo pipefail
@@ -27,7 +28,7 @@ for p in "$top"/patches/linux/*.patch; do
 	fi
 done
 while IFS= read -r f; do
-	if ! out=$(perl "$cp" "${opts[@]}" -f "$f" 2>&1); then
+	if ! out=$(perl "$cp" "${opts[@]}" --strict -f "$f" 2>&1) || [ -n "$out" ]; then
 		echo "checkpatch: ${f#"$top"/}"; echo "$out"; fail=1
 	fi
 done < <(find "$top/drivers" "$top/include" -type f \( -name '*.[ch]' \) 2>/dev/null)
