@@ -233,7 +233,8 @@ static void conn_data(struct ru_conn_data *cd, const struct rdma_cm_event *ev)
 
 /*
  * ru_get_cm_event(); with e, the peer's connection data of a connect
- * request (passive e) or an ESTABLISHED (active e) go to e->peer.
+ * request (passive e) or an ESTABLISHED (active e) go to e->peer, and
+ * e->on_event sees the event.
  */
 static int get_event(struct rdma_event_channel *ch, int timeout_ms,
 		     enum rdma_cm_event_type *type, int *status,
@@ -253,6 +254,8 @@ static int get_event(struct rdma_event_channel *ch, int timeout_ms,
 				  (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
 				   !e->passive)))
 				conn_data(&e->peer, ev);
+			if (e && e->on_event)
+				e->on_event(e, ev, e->on_event_arg);
 			rdma_ack_cm_event(ev);
 			return 0;
 		}
@@ -339,6 +342,19 @@ int ru_wait_cm_event(struct rdma_event_channel *ch,
 		     struct rdma_cm_id **id_out)
 {
 	return wait_event(ch, want, timeout_ms, id_out, NULL);
+}
+
+void ru_ep_pump_events_wait(struct ru_ep *e, int timeout_ms)
+{
+	struct pollfd pfd;
+
+	if (!e->ch)
+		return;
+	pfd.fd = e->ch->fd;
+	pfd.events = POLLIN;
+	if (timeout_ms > 0)
+		poll(&pfd, 1, timeout_ms);
+	ru_ep_pump_events(e);
 }
 
 void ru_ep_pump_events(struct ru_ep *e)
@@ -514,7 +530,7 @@ static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 	qa.cap.max_send_sge = caps->max_send_sge;
 	qa.cap.max_recv_sge = e->srq ? 0 : caps->max_recv_sge;
 	qa.cap.max_inline_data = caps->max_inline;
-	qa.sq_sig_all = 0;
+	qa.sq_sig_all = caps->sq_sig_all;
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
 	qa.pd = e->pd;
 	if (caps->send_ops) {
@@ -565,6 +581,15 @@ static void conn_param(struct rdma_conn_param *p, const struct ru_ep *e,
 	p->responder_resources = caps->responder_resources;
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
+}
+
+/* Report a step's result to caps->on_step; returns rc. */
+static int step(struct ru_ep *e, const struct ru_caps *caps, const char *name,
+		int rc)
+{
+	if (caps->on_step)
+		caps->on_step(e, name, rc, caps->on_step_arg);
+	return rc;
 }
 
 int ru_listen(struct ru_listener *l, const char *addr, uint16_t port,
@@ -619,34 +644,46 @@ int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
 	if (rc)
 		return rc;
 	c->port = port;
+	c->on_event = caps->on_event;
+	c->on_event_arg = caps->on_event_arg;
 	c->ch = ru_new_channel();
 	if (!c->ch)
-		return ru_fail(errno, "rdma_create_event_channel: %s",
-			       strerror(errno));
+		return step(c, caps, "setup",
+			    ru_fail(errno, "rdma_create_event_channel: %s",
+				    strerror(errno)));
 	if (rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP))
-		return ru_fail(errno, "rdma_create_id: %s", strerror(errno));
+		return step(c, caps, "setup",
+			    ru_fail(errno, "rdma_create_id: %s",
+				    strerror(errno)));
 	if (rdma_resolve_addr(c->id, src ? (struct sockaddr *)&sss : NULL,
 			      (struct sockaddr *)&dss, timeout_ms))
-		return ru_fail(errno, "rdma_resolve_addr(%s -> %s:%u): %s",
-			       src ? src : "*", dst, port, strerror(errno));
+		return step(c, caps, "resolve_addr",
+			    ru_fail(errno, "rdma_resolve_addr(%s -> %s:%u): %s",
+				    src ? src : "*", dst, port,
+				    strerror(errno)));
+	step(c, caps, "resolve_addr", 0);
 	rc = wait_event(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms + 1000,
-			NULL, NULL);
+			NULL, c);
 	if (rc)
 		return rc;
 	if (rdma_resolve_route(c->id, timeout_ms))
-		return ru_fail(errno, "rdma_resolve_route: %s", strerror(errno));
+		return step(c, caps, "resolve_route",
+			    ru_fail(errno, "rdma_resolve_route: %s",
+				    strerror(errno)));
+	step(c, caps, "resolve_route", 0);
 	rc = wait_event(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms + 1000,
-			NULL, NULL);
+			NULL, c);
 	if (rc)
 		return rc;
-	rc = ep_create_qp(c, caps);
+	rc = step(c, caps, "setup", ep_create_qp(c, caps));
 	if (rc)
 		return rc;
 	conn_param(&cp, c, caps);
 	if (rdma_connect(c->id, &cp))
-		return ru_fail(errno, "rdma_connect(%s:%u): %s", dst, port,
-			       strerror(errno));
-	return 0;
+		return step(c, caps, "connect",
+			    ru_fail(errno, "rdma_connect(%s:%u): %s", dst, port,
+				    strerror(errno)));
+	return step(c, caps, "connect", 0);
 }
 
 int ru_client_finish(struct ru_ep *c, int timeout_ms)
@@ -707,27 +744,45 @@ int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
 
 	memset(s, 0, sizeof(*s));
 	s->passive = 1;
+	s->on_event = caps->on_event;
+	s->on_event_arg = caps->on_event_arg;
 	rc = wait_event(l->ch, RDMA_CM_EVENT_CONNECT_REQUEST, timeout_ms, &id,
 			s);
 	if (rc)
 		return rc;
-	s->id = id;
 	s->port = l->port;
+	if (caps->reject) {
+		const void *pd = caps->private_data_len ? caps->private_data
+							: NULL;
+
+		rc = rdma_reject(id, pd, caps->private_data_len) ?
+		     ru_fail(errno, "rdma_reject: %s", strerror(errno)) : 0;
+		rdma_destroy_id(id);
+		return step(s, caps, "reject", rc);
+	}
+	s->id = id;
 	s->ch = ru_new_channel();
 	if (!s->ch)
-		return ru_fail(errno, "rdma_create_event_channel: %s",
-			       strerror(errno));
-	if (rdma_migrate_id(id, s->ch))
-		return ru_fail(errno, "rdma_migrate_id: %s", strerror(errno));
-	rc = ep_create_qp(s, caps);
+		rc = ru_fail(errno, "rdma_create_event_channel: %s",
+			     strerror(errno));
+	else if (rdma_migrate_id(id, s->ch))
+		rc = ru_fail(errno, "rdma_migrate_id: %s", strerror(errno));
+	else
+		rc = ep_create_qp(s, caps);
 	if (rc) {
-		rdma_reject(id, NULL, 0);
-		return rc;
+		char why[sizeof(ru_err)];
+
+		step(s, caps, "setup", rc);
+		memcpy(why, ru_err, sizeof(why));
+		step(s, caps, "reject", rdma_reject(id, NULL, 0) ?
+		     ru_fail(errno, "rdma_reject: %s", strerror(errno)) : 0);
+		return ru_fail(rc, "%s", why);
 	}
 	conn_param(&cp, s, caps);
 	if (rdma_accept(id, &cp))
-		return ru_fail(errno, "rdma_accept: %s", strerror(errno));
-	return 0;
+		return step(s, caps, "accept",
+			    ru_fail(errno, "rdma_accept: %s", strerror(errno)));
+	return step(s, caps, "accept", 0);
 }
 
 int ru_accept(struct ru_listener *l, struct ru_ep *s,
@@ -735,15 +790,16 @@ int ru_accept(struct ru_listener *l, struct ru_ep *s,
 {
 	int rc = ru_accept_start(l, s, caps, timeout_ms);
 
-	if (rc)
+	if (rc || caps->reject)
 		return rc;
 	return ru_ep_wait_established(s, timeout_ms);
 }
 
-void ru_ep_disconnect(struct ru_ep *e)
+int ru_ep_disconnect(struct ru_ep *e)
 {
-	if (e->id)
-		rdma_disconnect(e->id);
+	if (e->id && rdma_disconnect(e->id))
+		return ru_fail(errno, "rdma_disconnect: %s", strerror(errno));
+	return 0;
 }
 
 int ru_ep_wait_disconnected(struct ru_ep *e, int timeout_ms)
@@ -758,8 +814,7 @@ int ru_ep_wait_disconnected(struct ru_ep *e, int timeout_ms)
 			return ru_fail(ETIMEDOUT,
 				       "no DISCONNECTED event within %d ms",
 				       timeout_ms);
-		if (ru_get_cm_event(e->ch, (int)(deadline - now), &t, NULL,
-				    NULL))
+		if (get_event(e->ch, (int)(deadline - now), &t, NULL, NULL, e))
 			continue;
 		if (t == RDMA_CM_EVENT_DISCONNECTED)
 			e->disconnected = 1;

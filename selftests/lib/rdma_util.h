@@ -130,6 +130,30 @@ struct ru_caps {
 	uint8_t private_data_len;
 	int clamp_to_device;		/* WR and CQ counts: at most the device's */
 	int inline_fallback;		/* QP refused with max_inline: retry with 0 */
+	int sq_sig_all;			/* the QP's sq_sig_all */
+	/*
+	 * Passive side: answer the connect request with rdma_reject() and
+	 * private_data instead of accepting; ru_accept_start() then returns
+	 * the reject's result and leaves no id in the end.
+	 */
+	int reject;
+	/*
+	 * Called for every CM event rdma_util consumes for this end (from the
+	 * listener's channel too while ru_accept_start() waits for the
+	 * request), before the ack.
+	 */
+	void (*on_event)(struct ru_ep *e, const struct rdma_cm_event *ev,
+			 void *arg);
+	void *on_event_arg;
+	/*
+	 * Called after each step rdma_util takes for this end, with its
+	 * result (0 or a negative errno): "resolve_addr", "resolve_route",
+	 * "setup" (channel, id, PD/CQs/QP, on_qp), "connect", "accept" and
+	 * "reject" (caps->reject, or the refusal of a request whose setup
+	 * failed). ru_errmsg() has the reason of a failed step.
+	 */
+	void (*on_step)(struct ru_ep *e, const char *step, int rc, void *arg);
+	void *on_step_arg;
 };
 
 /* private data as rdma_cm carries it (rdma_conn_param: a uint8_t length) */
@@ -177,6 +201,9 @@ struct ru_ep {
 	uint8_t pdata_len;
 	void (*on_close)(struct ru_ep *e, void *arg);	/* from ru_caps */
 	void *on_close_arg;
+	void (*on_event)(struct ru_ep *e, const struct rdma_cm_event *ev,
+			 void *arg);			/* from ru_caps */
+	void *on_event_arg;
 };
 
 struct ru_listener {
@@ -215,7 +242,8 @@ int ru_connect(struct ru_ep *c, const char *src, const char *dst,
  * ESTABLISHED. ru_accept_start() returns right after rdma_accept() and
  * the caller finishes with ru_ep_wait_established(). A failure after the
  * request arrived leaves s->id set (and the request rejected when the
- * resources could not be made).
+ * channel or the resources could not be made). With caps->reject the
+ * request is refused (ru_accept() too returns at once).
  */
 int ru_accept(struct ru_listener *l, struct ru_ep *s,
 	      const struct ru_caps *caps, int timeout_ms);
@@ -223,8 +251,8 @@ int ru_accept_start(struct ru_listener *l, struct ru_ep *s,
 		    const struct ru_caps *caps, int timeout_ms);
 int ru_ep_wait_established(struct ru_ep *e, int timeout_ms);
 
-/* rdma_disconnect() (errors ignored) */
-void ru_ep_disconnect(struct ru_ep *e);
+/* rdma_disconnect(): 0 or -errno (most callers ignore it) */
+int ru_ep_disconnect(struct ru_ep *e);
 /* Wait for the DISCONNECTED event on e (0 if seen). */
 int ru_ep_wait_disconnected(struct ru_ep *e, int timeout_ms);
 /*
@@ -379,6 +407,8 @@ struct rdma_event_channel *ru_new_channel(void);
 
 /* Drain pending events of an ep's channel, updating its flags. */
 void ru_ep_pump_events(struct ru_ep *e);
+/* The same after waiting up to timeout_ms for the first one. */
+void ru_ep_pump_events_wait(struct ru_ep *e, int timeout_ms);
 
 /* ---- the pair topology (two VMs) ---------------------------------------- */
 

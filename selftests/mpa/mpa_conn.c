@@ -111,15 +111,8 @@ struct conn {
 	struct ru_ep ep;
 	struct ru_buf data;	/* server: exposed MR; client: Read sink/Write source */
 	struct ru_buf msg;	/* NRECV receive slots, then the send staging */
-};
-
-/* A CM event, copied out before the ack. */
-struct mev {
-	enum rdma_cm_event_type type;
-	int status;
-	struct rdma_cm_id *id;
-	unsigned int init_depth, resp_res, plen;
-	char pdata[PDATA_MAX + 1];
+	int step_failed;	/* an rdma_util step failed (and was printed) */
+	int bad_event;		/* the last CM event was none a wait is for */
 };
 
 __attribute__((format(printf, 1, 2)))
@@ -164,61 +157,24 @@ static long pat_check(const uint8_t *p, size_t n, enum salt s, size_t base)
 	return -1;
 }
 
-/* ---- CM events ---------------------------------------------------------- */
+/* ---- CM events (rdma_util's on_event and on_step) ---------------------- */
 
-/* Next CM event within timeout_ms (0: a pending one): 1, 0 none, <0 error. */
-static int get_event(struct rdma_event_channel *ch, int timeout_ms,
-		     struct mev *m)
+static void print_event(const struct rdma_cm_event *ev)
 {
-	uint64_t deadline = ru_now_ms() + (uint64_t)timeout_ms, now;
-	struct rdma_cm_event *ev;
-
-	for (;;) {
-		if (!rdma_get_cm_event(ch, &ev)) {
-			memset(m, 0, sizeof(*m));
-			m->type = ev->event;
-			m->status = ev->status;
-			m->id = ev->id;
-			m->init_depth = ev->param.conn.initiator_depth;
-			m->resp_res = ev->param.conn.responder_resources;
-			if (ev->param.conn.private_data) {
-				m->plen = ev->param.conn.private_data_len;
-				if (m->plen > PDATA_MAX)
-					m->plen = PDATA_MAX;
-				memcpy(m->pdata, ev->param.conn.private_data,
-				       m->plen);
-			}
-			rdma_ack_cm_event(ev);
-			return 1;
-		}
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		now = ru_now_ms();
-		if (now >= deadline)
-			return 0;
-
-		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-
-		if (poll(&pfd, 1, (int)(deadline - now)) < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
-static void print_event(const struct mev *m)
-{
-	const char *name = rdma_event_str(m->type);
+	const char *name = rdma_event_str(ev->event);
+	const struct rdma_conn_param *p = &ev->param.conn;
+	unsigned int i, plen = p->private_data ? p->private_data_len : 0;
 	char txt[4 * PDATA_MAX + 2], unk[32];
-	unsigned int i;
 	size_t n = 0;
 
 	if (strncmp(name, "RDMA_CM_EVENT_", 14)) {
-		snprintf(unk, sizeof(unk), "UNKNOWN_%d", (int)m->type);
+		snprintf(unk, sizeof(unk), "UNKNOWN_%d", (int)ev->event);
 		name = unk;
 	} else {
 		name += 14;
 	}
-	for (i = 0; i < m->plen; i++) {
-		unsigned char ch = (unsigned char)m->pdata[i];
+	for (i = 0; i < plen; i++) {
+		unsigned char ch = ((const unsigned char *)p->private_data)[i];
 
 		if (ch >= 0x20 && ch < 0x7f)
 			txt[n++] = (char)ch;
@@ -229,72 +185,75 @@ static void print_event(const struct mev *m)
 		txt[n++] = '-';
 	txt[n] = 0;
 	printf("%s event=%s status=%d initiator_depth=%u responder_resources=%u "
-	       "pdata_len=%u pdata=%s\n", role, name, m->status, m->init_depth,
-	       m->resp_res, m->plen, txt);
+	       "pdata_len=%u pdata=%s\n", role, name, ev->status,
+	       p->initiator_depth, p->responder_resources, plen, txt);
 	fflush(stdout);
 }
 
-static void note_event(struct conn *c, const struct mev *m)
+static void on_event(struct ru_ep *e, const struct rdma_cm_event *ev,
+		     void *arg)
 {
-	print_event(m);
-	if (c && m->type == RDMA_CM_EVENT_DISCONNECTED)
-		c->ep.disconnected = 1;
+	struct conn *c = arg;
+
+	print_event(ev);
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+	case RDMA_CM_EVENT_ESTABLISHED:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		c->bad_event = 0;
+		break;
+	default:	/* ends a wait: a failure event */
+		c->bad_event = 1;
+	}
 }
 
-static int is_failure(enum rdma_cm_event_type t)
+static void on_step(struct ru_ep *e, const char *step, int rc, void *arg)
 {
-	switch (t) {
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED:
-	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-		return 1;
-	default:
-		return 0;
+	struct conn *c = arg;
+	int r;
+
+	if (rc)
+		c->step_failed = 1;
+	if (!strcmp(step, "setup")) {
+		if (rc)
+			printf("%s setup failed: %s\n", role, ru_errmsg());
+	} else if (opt.server) {	/* accept, reject */
+		printf("server %s rc=%d\n", step, rc);
+		if (rc && !strcmp(step, "accept")) {
+			/* do not leave the initiator waiting for an answer */
+			r = rdma_reject(e->id, NULL, 0) ? -errno : 0;
+			printf("server reject rc=%d\n", r);
+		}
+	} else if (rc) {		/* resolve_addr, resolve_route, connect */
+		printf("client %s rc=%d\n", step, rc);
 	}
+	fflush(stdout);
 }
 
 /*
- * Print events until want arrives (EX_OK), a failure event (EX_NOCONN) or
- * none for --timeout-ms + extra_ms (EX_TIMEOUT).
+ * The exit code of a failed rdma_util call: its step or failure event is
+ * printed already; a wait that timed out or failed is printed here.
  */
-static int wait_event(struct conn *c, struct rdma_event_channel *ch,
-		      enum rdma_cm_event_type want, struct mev *m, int extra_ms)
+static int conn_failed(struct conn *c, int rc)
 {
-	uint64_t deadline = ru_now_ms() + (uint64_t)opt.timeout_ms + extra_ms;
-
-	for (;;) {
-		uint64_t now = ru_now_ms();
-		int rc = get_event(ch, now >= deadline ? 0 : (int)(deadline - now),
-				   m);
-
-		if (rc < 0) {
-			printf("%s get_cm_event rc=%d\n", role, rc);
-			return EX_NOCONN;
-		}
-		if (!rc) {
-			printf("%s event=NONE timeout\n", role);
-			return EX_TIMEOUT;
-		}
-		note_event(c, m);
-		if (m->type == want)
-			return EX_OK;
-		if (is_failure(m->type))
-			return EX_NOCONN;
+	if (c->step_failed)
+		return EX_NOCONN;
+	if (rc == -ETIMEDOUT) {
+		printf("%s event=NONE timeout\n", role);
+		return EX_TIMEOUT;
 	}
+	if (!c->bad_event)
+		printf("%s get_cm_event rc=%d\n", role, rc);
+	return EX_NOCONN;
 }
 
 /* Print whatever CM events come within wait_ms. */
 static void pump(struct conn *c, int wait_ms)
 {
-	struct mev m;
-
-	if (get_event(c->ep.ch, wait_ms, &m) == 1)
-		note_event(c, &m);
+	ru_ep_pump_events_wait(&c->ep, wait_ms);
 }
 
 /* ---- completions -------------------------------------------------------- */
@@ -400,12 +359,16 @@ static int post(struct conn *c, enum ibv_wr_opcode op, struct ru_buf *b,
 /* ---- traffic ------------------------------------------------------------ */
 
 /* The last "rkey=0x.. addr=0x.." in the accept private data. */
-static int parse_keys(const struct mev *m, uint32_t *rkey, uint64_t *addr)
+static int parse_keys(const struct ru_conn_data *pd, uint32_t *rkey,
+		      uint64_t *addr)
 {
-	const char *p = m->pdata, *last = NULL;
+	char buf[RU_PDATA_MAX + 1];
+	const char *p = buf, *last = NULL;
 	unsigned long long a;
 	unsigned int k;
 
+	memcpy(buf, pd->data, pd->len);
+	buf[pd->len] = 0;
 	while ((p = strstr(p, "rkey=0x"))) {
 		last = p;
 		p++;
@@ -417,16 +380,17 @@ static int parse_keys(const struct mev *m, uint32_t *rkey, uint64_t *addr)
 	return 0;
 }
 
-static int client_traffic(struct conn *c, const struct mev *est)
+static int client_traffic(struct conn *c)
 {
-	unsigned int i, nr = est->resp_res < MAX_READS ? est->resp_res : MAX_READS;
+	unsigned int ord = c->ep.peer.responder_resources;
+	unsigned int i, nr = ord < MAX_READS ? ord : MAX_READS;
 	uint8_t *tx = c->msg.addr + TX_OFF;
 	char rd[16] = "skip";
 	uint64_t raddr;
 	uint32_t rkey;
 	long at;
 
-	if (parse_keys(est, &rkey, &raddr))
+	if (parse_keys(&c->ep.peer, &rkey, &raddr))
 		return fail("no rkey=0x.. addr=0x.. in the accept private data");
 	usleep(FIRST_SEND_DELAY_US);
 	pat_fill(tx, MSG_LEN, S_CHELLO, 0);
@@ -521,75 +485,84 @@ static int server_traffic(struct conn *c)
 
 /* ---- connection --------------------------------------------------------- */
 
-static int setup(struct conn *c)
+/* on_qp: the buffers, the receives, and the server's keys in its pdata */
+static int conn_qp(struct ru_ep *e, void *arg)
 {
-	struct ibv_context *verbs = c->ep.id->verbs;
-	struct ibv_qp_init_attr qa;
-	int i, acc = IBV_ACCESS_LOCAL_WRITE;
+	struct conn *c = arg;
+	int i, rc, acc = IBV_ACCESS_LOCAL_WRITE;
+	char pd[PDATA_MAX + 1];
+	size_t len = e->pdata_len;
 
-	c->ep.pd = ibv_alloc_pd(verbs);
-	if (!c->ep.pd)
-		return fail("ibv_alloc_pd: %s", strerror(errno));
-	c->ep.scq = ibv_create_cq(verbs, CQ_DEPTH, NULL, NULL, 0);
-	c->ep.rcq = c->ep.scq ? ibv_create_cq(verbs, CQ_DEPTH, NULL, NULL, 0)
-			      : NULL;
-	if (!c->ep.rcq)
-		return fail("ibv_create_cq: %s", strerror(errno));
-	memset(&qa, 0, sizeof(qa));
-	qa.qp_type = IBV_QPT_RC;
-	qa.send_cq = c->ep.scq;
-	qa.recv_cq = c->ep.rcq;
-	qa.cap.max_send_wr = QP_WR;
-	qa.cap.max_recv_wr = QP_WR;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.sq_sig_all = opt.sig_all;
-	if (rdma_create_qp(c->ep.id, c->ep.pd, &qa))
-		return fail("rdma_create_qp: %s", strerror(errno));
-	c->ep.qp = c->ep.id->qp;
 	if (opt.server)
 		acc |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-	if (ru_buf_alloc(&c->data, c->ep.pd, MR_LEN, acc) ||
-	    ru_buf_alloc(&c->msg, c->ep.pd, TX_OFF + SLOT,
-			 IBV_ACCESS_LOCAL_WRITE))
-		return fail("%s", ru_errmsg());
+	rc = ru_buf_alloc(&c->data, e->pd, MR_LEN, acc);
+	if (!rc)
+		rc = ru_buf_alloc(&c->msg, e->pd, TX_OFF + SLOT,
+				  IBV_ACCESS_LOCAL_WRITE);
+	if (rc)
+		return rc;
 	if (opt.server)
 		pat_fill(c->data.addr, MR_LEN, S_MR, 0);
-	for (i = 0; i < NRECV; i++)
-		if (ru_post_recv(&c->ep, &c->msg, (size_t)i * SLOT, SLOT, i + 1))
-			return fail("%s", ru_errmsg());
+	for (i = 0; i < NRECV; i++) {
+		rc = ru_post_recv(e, &c->msg, (size_t)i * SLOT, SLOT, i + 1);
+		if (rc)
+			return rc;
+	}
+	if (opt.server && opt.traffic) {
+		memcpy(pd, e->pdata, len);
+		len += (size_t)snprintf(pd + len, sizeof(pd) - len,
+					"%srkey=0x%08x addr=0x%016llx",
+					len ? " " : "", c->data.mr->rkey,
+					(unsigned long long)(uintptr_t)c->data.addr);
+		memcpy(e->pdata, pd, len);
+		e->pdata_len = (uint8_t)len;
+	}
 	return 0;
 }
 
-static void conn_close(struct conn *c)
+/* on_close: before the PD goes */
+static void conn_free(struct ru_ep *e, void *arg)
 {
+	struct conn *c = arg;
+
 	ru_buf_free(&c->data);
 	ru_buf_free(&c->msg);
-	ru_ep_close(&c->ep);
 }
 
-static void conn_param(struct rdma_conn_param *cp, const char *pd, size_t len)
+static void conn_caps(struct ru_caps *caps, struct conn *c)
 {
-	memset(cp, 0, sizeof(*cp));
-	cp->private_data = len ? pd : NULL;
-	cp->private_data_len = (uint8_t)len;
-	cp->responder_resources = (uint8_t)opt.ird;
-	cp->initiator_depth = (uint8_t)opt.ord;
-	cp->retry_count = 7;
-	cp->rnr_retry_count = 7;
+	memset(c, 0, sizeof(*c));
+	ru_caps_default(caps);
+	caps->max_send_wr = QP_WR;
+	caps->max_recv_wr = QP_WR;
+	caps->cq_depth = CQ_DEPTH;
+	/* unclamped: 255 is librdmacm's "device maximum" */
+	caps->responder_resources = (uint8_t)opt.ird;
+	caps->initiator_depth = (uint8_t)opt.ord;
+	caps->sq_sig_all = opt.sig_all;
+	caps->private_data = opt.pdata;
+	caps->private_data_len = (uint8_t)strlen(opt.pdata);
+	caps->reject = opt.reject;
+	caps->on_qp = conn_qp;
+	caps->on_qp_arg = c;
+	caps->on_close = conn_free;
+	caps->on_close_arg = c;
+	caps->on_event = on_event;
+	caps->on_event_arg = c;
+	caps->on_step = on_step;
+	caps->on_step_arg = c;
 }
 
 /* After ESTABLISHED: traffic, hold, disconnect. Returns the exit code. */
-static int connected(struct conn *c, const struct mev *est)
+static int connected(struct conn *c)
 {
 	uint64_t end, now;
-	int rc = EX_OK;
-	struct mev m;
+	int r, rc = EX_OK;
 
 	printf("%s qpn=%u\n", role, c->ep.qp->qp_num);
 	if (opt.traffic) {
 		reason[0] = 0;
-		if (opt.server ? server_traffic(c) : client_traffic(c, est)) {
+		if (opt.server ? server_traffic(c) : client_traffic(c)) {
 			printf("%s traffic failed: %s\n", role, reason);
 			rc = EX_TRAFFIC;
 		}
@@ -611,146 +584,63 @@ static int connected(struct conn *c, const struct mev *est)
 	if (!opt.traffic)
 		check_stray(c, 0);	/* reported, not counted */
 
-	if (!c->ep.disconnected && rdma_disconnect(c->ep.id))
-		printf("%s disconnect rc=%d\n", role, -errno);
-	end = ru_now_ms() + (uint64_t)opt.timeout_ms;
-	while (!c->ep.disconnected) {
-		now = ru_now_ms();
-		if (get_event(c->ep.ch, now >= end ? 0 : (int)(end - now),
-			      &m) != 1) {
-			printf("%s event=NONE timeout\n", role);
-			return rc ? rc : EX_TIMEOUT;
-		}
-		note_event(c, &m);
+	if (!c->ep.disconnected && (r = ru_ep_disconnect(&c->ep)))
+		printf("%s disconnect rc=%d\n", role, r);
+	if (ru_ep_wait_disconnected(&c->ep, opt.timeout_ms)) {
+		printf("%s event=NONE timeout\n", role);
+		return rc ? rc : EX_TIMEOUT;
 	}
 	return rc;
 }
 
-static int resolve(const char *s, int port, struct sockaddr_storage *ss)
+/* A numeric address (rdma_util resolves it again). */
+static int valid_addr(const char *s)
 {
-	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST };
 	struct addrinfo *res;
-	char pbuf[16];
 
-	snprintf(pbuf, sizeof(pbuf), "%d", port);
-	if (getaddrinfo(s, pbuf, &hints, &res))
-		return -1;
-	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	if (getaddrinfo(s, NULL, &hints, &res))
+		return 0;
 	freeaddrinfo(res);
-	return 0;
+	return 1;
 }
 
 static int run_client(void)
 {
-	struct sockaddr_storage dst, src;
-	struct rdma_conn_param cp;
+	struct ru_caps caps;
 	struct conn c;
-	struct mev m;
 	int rc;
 
-	if (resolve(opt.addr, opt.port, &dst) ||
-	    (opt.src && resolve(opt.src, 0, &src))) {
+	if (!valid_addr(opt.addr) || (opt.src && !valid_addr(opt.src))) {
 		fprintf(stderr, "mpa_conn: bad address\n");
 		return EX_USAGE;
 	}
-	memset(&c, 0, sizeof(c));
-	c.ep.ch = ru_new_channel();
-	if (!c.ep.ch || rdma_create_id(c.ep.ch, &c.ep.id, NULL, RDMA_PS_TCP)) {
-		printf("client setup failed: %s\n", strerror(errno));
-		rc = EX_NOCONN;
-		goto out;
-	}
-	if (rdma_resolve_addr(c.ep.id, opt.src ? (struct sockaddr *)&src : NULL,
-			      (struct sockaddr *)&dst, opt.timeout_ms)) {
-		printf("client resolve_addr rc=%d\n", -errno);
-		rc = EX_NOCONN;
-		goto out;
-	}
-	rc = wait_event(&c, c.ep.ch, RDMA_CM_EVENT_ADDR_RESOLVED, &m, 1000);
-	if (rc)
-		goto out;
-	if (rdma_resolve_route(c.ep.id, opt.timeout_ms)) {
-		printf("client resolve_route rc=%d\n", -errno);
-		rc = EX_NOCONN;
-		goto out;
-	}
-	rc = wait_event(&c, c.ep.ch, RDMA_CM_EVENT_ROUTE_RESOLVED, &m, 1000);
-	if (rc)
-		goto out;
-	if (setup(&c)) {
-		printf("client setup failed: %s\n", reason);
-		rc = EX_NOCONN;
-		goto out;
-	}
-	conn_param(&cp, opt.pdata, strlen(opt.pdata));
-	if (rdma_connect(c.ep.id, &cp)) {
-		printf("client connect rc=%d\n", -errno);
-		rc = EX_NOCONN;
-		goto out;
-	}
-	rc = wait_event(&c, c.ep.ch, RDMA_CM_EVENT_ESTABLISHED, &m, 0);
+	conn_caps(&caps, &c);
+	/* no retries: the suites count on the first attempt's events */
+	rc = ru_client_start(&c.ep, opt.src, opt.addr, (uint16_t)opt.port,
+			     &caps, opt.timeout_ms);
 	if (!rc)
-		rc = connected(&c, &m);
-out:
-	conn_close(&c);
+		rc = ru_client_finish(&c.ep, opt.timeout_ms);
+	rc = rc ? conn_failed(&c, rc) : connected(&c);
+	ru_ep_close(&c.ep);
 	return rc;
 }
 
 static int serve_one(struct ru_listener *l)
 {
-	char pd[PDATA_MAX + 1];
-	struct rdma_conn_param cp;
+	struct ru_caps caps;
 	struct conn c;
-	struct mev m;
-	size_t len;
 	int rc;
 
-	memset(&c, 0, sizeof(c));
-	rc = wait_event(NULL, l->ch, RDMA_CM_EVENT_CONNECT_REQUEST, &m, 0);
+	conn_caps(&caps, &c);
+	rc = ru_accept_start(l, &c.ep, &caps, opt.timeout_ms);
+	if (!rc && !opt.reject)
+		rc = ru_ep_wait_established(&c.ep, opt.timeout_ms);
 	if (rc)
-		return rc;
-	len = strlen(opt.pdata);
-	if (opt.reject) {
-		rc = rdma_reject(m.id, len ? opt.pdata : NULL, (uint8_t)len) ?
-		     -errno : 0;
-		printf("server reject rc=%d\n", rc);
-		rdma_destroy_id(m.id);
-		return rc ? EX_NOCONN : EX_OK;
-	}
-	c.ep.id = m.id;
-	c.ep.ch = ru_new_channel();
-	if (!c.ep.ch || rdma_migrate_id(c.ep.id, c.ep.ch))
-		rc = fail("own event channel: %s", strerror(errno));
-	else
-		rc = setup(&c);
-	if (rc) {
-		printf("server setup failed: %s\n", reason);
-		rc = rdma_reject(c.ep.id, NULL, 0) ? -errno : 0;
-		printf("server reject rc=%d\n", rc);
-		conn_close(&c);
-		return EX_NOCONN;
-	}
-	memcpy(pd, opt.pdata, len + 1);
-	if (opt.traffic)
-		len += (size_t)snprintf(pd + len, sizeof(pd) - len,
-					"%srkey=0x%08x addr=0x%016llx",
-					len ? " " : "", c.data.mr->rkey,
-					(unsigned long long)(uintptr_t)c.data.addr);
-	conn_param(&cp, pd, len);
-	if (rdma_accept(c.ep.id, &cp)) {
-		printf("server accept rc=%d\n", -errno);
-		/* do not leave the initiator waiting for an answer */
-		rc = rdma_reject(c.ep.id, NULL, 0) ? -errno : 0;
-		printf("server reject rc=%d\n", rc);
-		conn_close(&c);
-		return EX_NOCONN;
-	}
-	printf("server accept rc=0\n");
-	rc = wait_event(&c, c.ep.ch, RDMA_CM_EVENT_ESTABLISHED, &m, 0);
-	if (!rc)
-		rc = connected(&c, &m);
-	conn_close(&c);
+		rc = conn_failed(&c, rc);
+	else if (!opt.reject)
+		rc = connected(&c);
+	ru_ep_close(&c.ep);
 	return rc;
 }
 
