@@ -21,7 +21,7 @@ DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
 .PHONY: all deps stage modules siwx upstream rdma-core selftests check demo bench \
-	install install-modules install-userspace checkpatch series-check clean distclean \
+	install install-modules install-userspace checkpatch series-check upstream-series clean distclean \
 	help ktest
 
 all: modules rdma-core selftests
@@ -35,6 +35,7 @@ help:
 	@echo "make selftests   build the test programs"
 	@echo "make checkpatch  run the kernel's checkpatch on patches and our files"
 	@echo "make series-check build siw.ko and checkpatch --strict after every kernel patch"
+	@echo "make upstream-series the series with our files folded in (build/upstream-series/out), checked"
 	@echo "make bench       siwx vs upstream siw, rxe and raw TCP (BENCH=quick|full)"
 	@echo "make install     install siw.ko (updates/) and rdma-core into PREFIX=$(PREFIX)"
 	@echo "Variables: KVER=$(KVER) PREFIX=$(PREFIX)"
@@ -94,6 +95,12 @@ checkpatch: stage
 series-check: stage
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
 	@KDIR=$(KDIR) $(TOP)/tools/series-check.sh $(BUILD)
+
+upstream-series: stage
+	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
+	@$(TOP)/tools/upstream-series.sh $(BUILD)
+	@KDIR=$(KDIR) SERIES_DIR=$(BUILD)/upstream-series/out SERIES_OWN_FILES=0 \
+		SERIES_WORK=$(BUILD)/upstream-series/check $(TOP)/tools/series-check.sh $(BUILD)
 
 install: install-modules install-userspace
 
