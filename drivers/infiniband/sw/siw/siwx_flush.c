@@ -613,6 +613,7 @@ static int siw_flush_do(struct siw_wqe *wqe, struct siw_mem *mem)
 			return -EFAULT;
 		}
 		memcpy(&v, &sqe->sge[SIW_SGE_IDX_ATOMIC].laddr, sizeof(v));
+		/* one store, ordered after every earlier placement */
 		smp_store_release((u64 *)p, v);
 		if (mem->pmem_nocache)
 			arch_wb_cache_pmem(p, 8);
@@ -634,6 +635,7 @@ static int siw_flush_do(struct siw_wqe *wqe, struct siw_mem *mem)
 		if (rv)
 			return rv;
 	}
+	/* earlier placements (and write-backs) before the response */
 	wmb();
 
 	return 0;
