@@ -70,7 +70,7 @@ MODULE_PARM_DESC(seed, "pseudo-random seed, 0: pick one (printed)");
 
 static char *groups = "basic,imm,atomic";
 module_param(groups, charp, 0444);
-MODULE_PARM_DESC(groups, "groups to run: basic,imm,atomic (all), zread");
+MODULE_PARM_DESC(groups, "groups to run: basic,imm,atomic (all), zread, flush");
 
 static uint timeout_ms = 10000;
 module_param(timeout_ms, uint, 0444);
@@ -2103,9 +2103,181 @@ free:
 	kfree(c);
 }
 
+/* ------------------------------------------------------------ flush group */
+
+/*
+ * A smoke test of RDMA Flush and RDMA Atomic Write (draft-talpey-rdma-
+ * commit), opt-in (groups=flush): the operands are taken from struct
+ * ib_atomic_wr as Documentation/flush.md says.
+ */
+#define KT_WRID_FLUSH	0x800
+#define KT_WRID_AWRITE	0x900
+
+static void kt_flush_wr(struct ib_atomic_wr *w, enum ib_wr_opcode opcode,
+			u64 wr_id, struct kt_mr *m, size_t off)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr.opcode = opcode;
+	w->wr.wr_id = wr_id;
+	w->wr.send_flags = IB_SEND_SIGNALED;
+	w->remote_addr = m->iova + off;
+	w->rkey = m->rkey;
+}
+
+/* n RDMA Writes, each followed by a Flush of its range; data checked */
+static bool kt_flush_writes(struct kt_conn *c, struct kt_mr *mr,
+			    struct kt_buf *src, int n, bool whole)
+{
+	struct ib_atomic_wr f;
+	struct ib_rdma_wr w;
+	struct ib_sge sge;
+	struct ib_wc wc;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		u32 len = 1 + kt_below(src->len);
+		u32 off = kt_below(KT_AREGION - len + 1);
+
+		kt_fill(src->va, len);
+		kt_sge(&sge, src, 0, len);
+		kt_rdma_wr(&w, IB_WR_RDMA_WRITE, KT_WRID_WRITE, &sge, 1, mr, off);
+		kt_flush_wr(&f, IB_WR_FLUSH, KT_WRID_FLUSH, mr, off);
+		f.compare_add = len;
+		f.swap = IB_FLUSH_GLOBAL;
+		f.swap_mask = whole ? IB_FLUSH_MR : IB_FLUSH_RANGE;
+		w.wr.next = &f.wr;
+		if (kt_post_send(&c->cli, &w.wr) ||
+		    kt_expect(c->cli.scq, KT_WRID_WRITE, IB_WC_RDMA_WRITE,
+			      IB_WC_SUCCESS, &wc, "write before flush") ||
+		    kt_expect(c->cli.scq, KT_WRID_FLUSH, IB_WC_FLUSH,
+			      IB_WC_SUCCESS, &wc, "flush"))
+			return false;
+		if (wc.byte_len) {
+			kt_diag("flush completion byte_len %u, want 0",
+				wc.byte_len);
+			return false;
+		}
+		if (!kt_same(mr->va + off, src->va, len, "flushed range"))
+			return false;
+	}
+	return kt_no_strays(c);
+}
+
+static bool kt_atomic_writes(struct kt_conn *c, struct kt_mr *mr, int n)
+{
+	struct ib_atomic_wr aw;
+	struct ib_wc wc;
+	u8 *before;
+	bool ok = true;
+	int i;
+
+	before = kmalloc(KT_AREGION, GFP_KERNEL);
+	if (!before)
+		return false;
+	for (i = 0; i < n && ok; i++) {
+		u32 off = 8 * kt_below(KT_AREGION / 8);
+		u64 v = kt_r64();
+
+		memcpy(before, mr->va, KT_AREGION);
+		memcpy(before + off, &v, 8);
+		kt_flush_wr(&aw, IB_WR_ATOMIC_WRITE, KT_WRID_AWRITE, mr, off);
+		aw.swap = v;
+		if (kt_post_send(&c->cli, &aw.wr) ||
+		    kt_expect(c->cli.scq, KT_WRID_AWRITE, IB_WC_ATOMIC_WRITE,
+			      IB_WC_SUCCESS, &wc, "atomic write")) {
+			ok = false;
+			break;
+		}
+		ok = kt_same(mr->va, before, KT_AREGION,
+			     "region after atomic write");
+	}
+	kfree(before);
+	return ok && kt_no_strays(c);
+}
+
+/* an Atomic Write to an address not 8-byte aligned fails the post */
+static bool kt_atomic_write_misaligned(struct kt_conn *c, struct kt_mr *mr)
+{
+	struct ib_atomic_wr aw;
+	int rv;
+
+	kt_flush_wr(&aw, IB_WR_ATOMIC_WRITE, KT_WRID_AWRITE, mr, 4);
+	rv = ib_post_send(c->cli.qp, &aw.wr, NULL);
+	if (rv != -EINVAL) {
+		kt_diag("misaligned atomic write posted: %d, want -EINVAL", rv);
+		return false;
+	}
+	return kt_no_strays(c);
+}
+
+/* a persistent Flush of a region without FLUSH_PERSISTENT: refused */
+static bool kt_flush_refused(struct kt_conn *c, struct kt_mr *mr)
+{
+	struct ib_atomic_wr f;
+	struct ib_wc wc;
+
+	kt_flush_wr(&f, IB_WR_FLUSH, KT_WRID_FLUSH, mr, 0);
+	f.compare_add = 8;
+	f.swap = IB_FLUSH_PERSISTENT;
+	f.swap_mask = IB_FLUSH_RANGE;
+	if (kt_post_send(&c->cli, &f.wr))
+		return false;
+	return !kt_expect(c->cli.scq, KT_WRID_FLUSH, IB_WC_FLUSH,
+			  IB_WC_REM_ACCESS_ERR, &wc,
+			  "persistent flush without FLUSH_PERSISTENT");
+}
+
+static void kt_group_flush(void)
+{
+	struct ib_device *dev = kt_listener.id->device;
+	struct kt_buf *src;
+	struct kt_conn *c;
+	struct kt_mr *mr;
+	bool ok;
+
+	if (!dev || !(dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL) ||
+	    !(dev->attrs.device_cap_flags & IB_DEVICE_ATOMIC_WRITE)) {
+		kt_skip("flush", "%s: no IB_DEVICE_FLUSH_GLOBAL/ATOMIC_WRITE",
+			dev ? dev->name : "listener without device");
+		return;
+	}
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c) {
+		kt_result(false, "flush.connect");
+		return;
+	}
+	ok = !kt_connect(c);
+	kt_result(ok, "flush.connect");
+	if (!ok) {
+		kt_teardown(c);
+		goto free;
+	}
+	mr = kt_mr_new(c, &c->srv, KT_AREGION, IB_ACCESS_LOCAL_WRITE |
+		       IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
+		       IB_ACCESS_FLUSH_GLOBAL);
+	src = kt_buf_new(c, &c->cli, 256);
+	ok = mr && src;
+	kt_result(ok, "flush.reg_mr");
+	if (!ok)
+		goto disconnect;
+	kt_fill(mr->va, KT_AREGION);
+	kt_result(kt_flush_writes(c, mr, src, 16, false), "flush.write_range");
+	kt_result(kt_flush_writes(c, mr, src, 4, true), "flush.write_whole_mr");
+	kt_result(kt_atomic_writes(c, mr, 32), "flush.atomic_write");
+	kt_result(kt_atomic_write_misaligned(c, mr),
+		  "flush.atomic_write_misaligned");
+	/* last: it terminates the connection */
+	kt_result(kt_flush_refused(c, mr), "flush.persistent_refused");
+disconnect:
+	kt_result(kt_disconnect(c), "flush.disconnect");
+free:
+	kfree(c);
+}
+
 /* ---------------------------------------------------------------- init */
 
 static bool kt_want_basic, kt_want_imm, kt_want_atomic, kt_want_zread;
+static bool kt_want_flush;
 
 static int kt_parse_groups(void)
 {
@@ -2127,12 +2299,14 @@ static int kt_parse_groups(void)
 			kt_want_atomic = true;
 		} else if (!strcmp(tok, "zread")) {
 			kt_want_zread = true;
+		} else if (!strcmp(tok, "flush")) {
+			kt_want_flush = true;
 		} else if (!strcmp(tok, "all")) {
 			kt_want_basic = true;
 			kt_want_imm = true;
 			kt_want_atomic = true;
 		} else {
-			pr_err("unknown group '%s' (basic, imm, atomic, zread, all)\n",
+			pr_err("unknown group '%s' (basic, imm, atomic, zread, flush, all)\n",
 			       tok);
 			rv = -EINVAL;
 		}
@@ -2203,6 +2377,7 @@ static int __init siwx_ktest_init(void)
 	kt_want_imm = false;
 	kt_want_atomic = false;
 	kt_want_zread = false;
+	kt_want_flush = false;
 	spin_lock_init(&kt_listener.lock);
 	kt_listener.want = NULL;
 	kt_listener.id = NULL;
@@ -2237,6 +2412,8 @@ static int __init siwx_ktest_init(void)
 			kt_group_atomic();
 		if (kt_want_zread)
 			kt_group_zread();
+		if (kt_want_flush)
+			kt_group_flush();
 		rdma_destroy_id(kt_listener.id);
 		kt_listener.id = NULL;
 	}
