@@ -108,6 +108,22 @@ class WireHeader(unittest.TestCase):
                 with self.assertRaises(siwx_wire.WireHeaderError):
                     siwx_wire.parse(f.name)
 
+    def test_shell_equals_python(self):
+        # selftests/lib/siwx_wire.sh: what the shell suites take
+        sh = os.path.join(TOP, "selftests", "lib", "siwx_wire.sh")
+        ints = {n: v for n, v in siwx_wire.VALUES.items()
+                if not isinstance(v, str)}
+        script = '. "$1" || exit 1\nfor n in %s; do echo "$n=${!n-unset}"; done' \
+            % " ".join(ints)
+        r = subprocess.run(["bash", "-c", script, "sh", sh],
+                           capture_output=True, text=True,
+                           env=dict(os.environ, SIWX_WIRE_H=siwx_wire.PATH))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = dict(line.split("=", 1) for line in r.stdout.split())
+        for n, v in ints.items():
+            with self.subTest(name=n):
+                self.assertEqual(got.get(n), str(v))
+
     def test_known_values(self):
         # a few facts straight from the RFCs, so that a header edited
         # consistently in C and Python but wrongly still fails
