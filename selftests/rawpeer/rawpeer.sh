@@ -280,7 +280,7 @@ tc flush.after_writes "$FA --expect-hex 0=0102030405060708 --expect-hex 4000=a1a
 	"noterm $(resp "$O_FRESP" "$M1")" \
 	"write $AT data=0102030405060708" "write stag=\${rkey} to=\${addr}+4000 data=a1a2a3" \
 	"$FL size=\${len} $G" "$RX_FR"
-tc flush.persistent_global_mr_level "$FA --expect-hex 16=77" "" \
+tc flush.sel_mr_after_write "$FA --expect-hex 16=77" "" \
 	"noterm $(resp "$O_FRESP" "$M1") !rx:opcode=0x7" \
 	"write stag=\${rkey} to=\${addr}+16 data=77" "flush stag=\${rkey} to=0 size=0 $G $SEL_MR" "$RX_FR"
 tc flush.sel_mr_ignores_range "$FA" "" "noterm $(resp "$O_FRESP" "$M1")" \
@@ -361,14 +361,18 @@ tc awrite.wrong_msn "" "" "term=$T_MSN hdrs=MD" "$AW value=$W8 msn=$((M1 + 1))"
 tc awrite.mo_nonzero "" "" "term=$T_MO" "$AW value=$W8 mo=8"
 tc awrite.not_last "" "" "term=$T_MO" "$AW value=$W8 l=0"
 tc awrite.with_payload "" "" "term=$T_LONG" "$AW value=$W8 data=00112233"
-tc awrite.ird_exceeded "--ird 1 --ord 1" "--ird 1 --ord 1 --coalesce" \
-	"termbe=$T_STREAM peer:^reply.*ird=1" "$AW value=$W8 repeat=8"
+# (the word already holds the value: whether the requests within the IRD
+# run before the Terminate or not, the memory is the same)
+W8LE=0x8877665544332211		# --set-u64 is host order (x86: little-endian)
+tc awrite.ird_exceeded "--ird 1 --ord 1 --set-u64 64=$W8LE --expect-hex 64=$W8HEX" \
+	"--ird 1 --ord 1 --coalesce" \
+	"termbe=$T_STREAM peer:^reply.*ird=1" "$AW+64 value=$W8 repeat=8"
 tc awrite.response_unsolicited "" "" "term=$T_NOBUF hdrs=MD" 'awrite_resp'
 # Read, atomic, Flush and Atomic Write Requests share the one IRD
-tc ird.shared_read_flush_awrite "$FA --ird 1 --ord 1" "--ird 1 --ord 1 --coalesce" \
-	"termbe=$T_STREAM peer:^reply.*ird=1" \
+tc ird.shared_read_flush_awrite "$FA --ird 1 --ord 1 --set-u64 64=$W8LE --expect-hex 64=$W8HEX" \
+	"--ird 1 --ord 1 --coalesce" "termbe=$T_STREAM peer:^reply.*ird=1" \
 	"read_req sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr}" \
-	"$FL size=8 $G" "$AW+64 value=$W8" "atomic $AT add=1" "$FL size=8 $G" "$AW+64 value=$W8"
+	"$FL size=8 $G" "$AW+64 value=$W8" "atomic $AT add=0" "$FL size=8 $G" "$AW+64 value=$W8"
 
 # responses of the wrong kind for the oldest outstanding request (raw_server
 # posts a FetchAdd; it cannot post a Flush or an Atomic Write itself)
