@@ -579,6 +579,10 @@ run_case() {
 			any S '^server end .*qp_err=1' || bad "responder QP not in ERR at the end"
 			any S "^server $FLUSHED" || bad "the last posted receive never completed (not flushed)"
 			;;
+		noconn|recv-ok|needs=*) ;;
+		*)	# a typo must not make a check silently absent
+			bad "unknown expectation '$e' (rawpeer.sh's own error)"
+			;;
 		esac
 	done
 	if [ -n "$want_term" ] && [ "$noconn" = 0 ]; then
