@@ -313,6 +313,10 @@ tc flush.no_flush_global "--access lw,rw,rr,ra" "" "term=$T_ACCESS $FH" "$FL siz
 tc flush.persistent_no_flush_persistent "$FA" "" "term=$T_ACCESS $FH" "$FL size=8 $P"
 tc flush.persistent_global_no_flush_persistent "$FA" "" "term=$T_ACCESS $FH" "$FL size=8 $PG"
 tc flush.disp_neither_p_nor_g "$FA" "" "term=$T_STREAM $FH" "$FL size=8 p=0 g=0"
+# selectivity values other than RANGE and MR
+for sel in 2 3; do
+	tc "flush.selectivity_$sel" "$FA" "" "term=$T_STREAM $FH" "$FL size=8 $G sel=$sel"
+done
 for bit in 0x4 0x8 0x40 0x100 0x80000000; do
 	tc "flush.disp_reserved_$bit" "$FA" "" "term=$T_STREAM $FH" "$FL size=8 $G drsvd=$bit"
 done
