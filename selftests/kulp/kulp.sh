@@ -19,7 +19,7 @@
 # Environment: SIWX_ADDR0/1, SIWX_RESULTS (kernel log excerpt),
 # SIWX_KTEST_KO (default: SIWX_BIN/../kmod/siwx_ktest.ko),
 # SIWX_KULP_ITERATIONS (atomic cases, 2000), SIWX_KULP_SEED (0: random),
-# SIWX_KULP_GROUPS (basic,imm,atomic,zread; see README.md),
+# SIWX_KULP_GROUPS (basic,imm,atomic,flush,zread; see README.md),
 # SIWX_KULP_PORT (18990),
 # SIWX_KULP_TIMEOUT_MS (per wait, 10000), SIWX_KULP_LIMIT (insmod, 240 s).
 
@@ -48,7 +48,7 @@ params=(
 	"port=${SIWX_KULP_PORT:-18990}"
 	"iterations=${SIWX_KULP_ITERATIONS:-2000}"
 	"seed=${SIWX_KULP_SEED:-0}"
-	"groups=${SIWX_KULP_GROUPS:-basic,imm,atomic,zread}"
+	"groups=${SIWX_KULP_GROUPS:-basic,imm,atomic,flush,zread}"
 	"timeout_ms=${SIWX_KULP_TIMEOUT_MS:-10000}"
 )
 

@@ -18,6 +18,14 @@
  *   atomic  random FetchAdd/CmpSwap, masked and unmasked, against a
  *           reference model, a pipelined chain, and a misaligned target
  *           as the last case (it terminates the connection)
+ *   flush   RDMA Flush and Atomic Write (Documentation/flush.md, "Kernel
+ *           ULPs"): the device caps, a REG_MR with IB_ACCESS_FLUSH_GLOBAL,
+ *           random Writes each followed by a Flush whose completion
+ *           proves them placed, selectivity MR, random Atomic Writes, the
+ *           Write-Flush-Atomic Write-Flush pipeline, post-time refusals,
+ *           a Flush of a region without flush access (error completion,
+ *           last), and on connections of their own a misaligned Atomic
+ *           Write and FLUSH_PERSISTENT on memory that is not pmem
  *   zread   (only when asked for) zero-length RDMA Reads, each followed
  *           by a non-empty one: reproduces a siw Read Response mismatch
  *
@@ -68,9 +76,9 @@ static ulong seed;
 module_param(seed, ulong, 0444);
 MODULE_PARM_DESC(seed, "pseudo-random seed, 0: pick one (printed)");
 
-static char *groups = "basic,imm,atomic";
+static char *groups = "basic,imm,atomic,flush";
 module_param(groups, charp, 0444);
-MODULE_PARM_DESC(groups, "groups to run: basic,imm,atomic (all), zread, flush");
+MODULE_PARM_DESC(groups, "groups to run: basic,imm,atomic,flush (all), zread");
 
 static uint timeout_ms = 10000;
 module_param(timeout_ms, uint, 0444);
@@ -97,6 +105,8 @@ MODULE_PARM_DESC(timeout_ms, "bound of every single wait, ms (10000)");
 #define KT_WRID_READ	0x500
 #define KT_WRID_ATOMIC	0x600
 #define KT_WRID_WIMM	0x700
+#define KT_WRID_FLUSH	0x800
+#define KT_WRID_AWRITE	0x900
 
 /* ------------------------------------------------------------------ TAP */
 
@@ -744,12 +754,11 @@ static bool kt_same(const void *got, const void *want, size_t len,
 	return true;
 }
 
-static struct kt_mr *kt_mr_new(struct kt_conn *c, struct kt_ep *ep,
-			       size_t len, int access)
+/* a mapped, not yet registered fast-registration MR of len bytes */
+static struct kt_mr *kt_mr_alloc(struct kt_conn *c, struct kt_ep *ep,
+				 size_t len)
 {
-	struct ib_reg_wr rwr = {};
 	struct kt_mr *m;
-	struct ib_wc wc;
 	int n;
 
 	if (c->nmrs == KT_MAX_MRS)
@@ -783,6 +792,18 @@ static struct kt_mr *kt_mr_new(struct kt_conn *c, struct kt_ep *ep,
 		return NULL;
 	}
 	ib_update_fast_reg_key(m->mr, ib_inc_rkey(m->mr->rkey));
+	return m;
+}
+
+static struct kt_mr *kt_mr_new(struct kt_conn *c, struct kt_ep *ep,
+			       size_t len, int access)
+{
+	struct kt_mr *m = kt_mr_alloc(c, ep, len);
+	struct ib_reg_wr rwr = {};
+	struct ib_wc wc;
+
+	if (!m)
+		return NULL;
 	rwr.wr.opcode = IB_WR_REG_MR;
 	rwr.wr.wr_id = KT_WRID_REG;
 	rwr.wr.send_flags = IB_SEND_SIGNALED;
@@ -2103,148 +2124,391 @@ free:
 	kfree(c);
 }
 
-/* ------------------------------------------------------------ flush group */
+/* ---------------------------------------------------------- flush group */
 
 /*
- * A smoke test of RDMA Flush and RDMA Atomic Write (draft-talpey-rdma-
- * commit), opt-in (groups=flush): the operands are taken from struct
- * ib_atomic_wr as Documentation/flush.md says.
+ * RDMA Flush and Atomic Write (Documentation/flush.md, "Kernel ULPs"):
+ * both are posted as struct ib_atomic_wr, num_sge 0. IB_WR_FLUSH:
+ * compare_add the length, swap the placement type bits (IB_FLUSH_GLOBAL,
+ * IB_FLUSH_PERSISTENT), swap_mask the selectivity (IB_FLUSH_RANGE,
+ * IB_FLUSH_MR). IB_WR_ATOMIC_WRITE: swap the value, stored as the u64 is
+ * in memory.
  */
-#define KT_WRID_FLUSH	0x800
-#define KT_WRID_AWRITE	0x900
+#define KT_FREGION	8192		/* server MR of flush */
+#define KT_FITER	64		/* Write+Flush and Atomic Write rounds */
 
-static void kt_flush_wr(struct ib_atomic_wr *w, enum ib_wr_opcode opcode,
-			u64 wr_id, struct kt_mr *m, size_t off)
+struct kt_fctx {
+	struct kt_conn *c;
+	struct kt_mr *mr;
+	struct kt_buf *src;
+	u8 *shadow;			/* what the MR must hold */
+};
+
+static void kt_flush_wr(struct ib_atomic_wr *w, u64 wr_id, struct kt_mr *m,
+			size_t off, u64 len, u64 type, u64 level,
+			bool signaled)
 {
 	memset(w, 0, sizeof(*w));
-	w->wr.opcode = opcode;
+	w->wr.opcode = IB_WR_FLUSH;
 	w->wr.wr_id = wr_id;
-	w->wr.send_flags = IB_SEND_SIGNALED;
+	w->wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
 	w->remote_addr = m->iova + off;
 	w->rkey = m->rkey;
+	w->compare_add = len;
+	w->swap = type;
+	w->swap_mask = level;
 }
 
-/* n RDMA Writes, each followed by a Flush of its range; data checked */
-static bool kt_flush_writes(struct kt_conn *c, struct kt_mr *mr,
-			    struct kt_buf *src, int n, bool whole)
+static void kt_awrite_wr(struct ib_atomic_wr *w, u64 wr_id, struct kt_mr *m,
+			 size_t off, u64 val, bool signaled)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr.opcode = IB_WR_ATOMIC_WRITE;
+	w->wr.wr_id = wr_id;
+	w->wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
+	w->remote_addr = m->iova + off;
+	w->rkey = m->rkey;
+	w->swap = val;
+}
+
+/* a successful Flush or Atomic Write completion: opcode, byte_len 0 */
+static bool kt_fexpect(struct kt_conn *c, u64 wr_id, enum ib_wc_opcode op,
+		       const char *what)
+{
+	struct ib_wc wc;
+
+	if (kt_expect(c->cli.scq, wr_id, op, IB_WC_SUCCESS, &wc, what))
+		return false;
+	if (wc.byte_len) {
+		kt_wc_diag(what, &wc);
+		kt_diag("%s: byte_len %u, expected 0", what, wc.byte_len);
+		return false;
+	}
+	return true;
+}
+
+static bool kt_flush_caps(struct kt_conn *c)
+{
+	struct ib_device *devs[] = { c->cli.dev, c->srv.dev };
+	bool ok = true;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(devs); i++) {
+		u64 f = devs[i]->attrs.device_cap_flags;
+		bool pers = !!(f & IB_DEVICE_FLUSH_PERSISTENT);
+
+		kt_diag("%s: FLUSH_GLOBAL %d, FLUSH_PERSISTENT %d, ATOMIC_WRITE %d",
+			devs[i]->name, !!(f & IB_DEVICE_FLUSH_GLOBAL), pers,
+			!!(f & IB_DEVICE_ATOMIC_WRITE));
+		if (!(f & IB_DEVICE_FLUSH_GLOBAL) ||
+		    !(f & IB_DEVICE_ATOMIC_WRITE))
+			ok = false;
+		/* persistence exactly where the kernel has the pmem API */
+		if (pers != IS_ENABLED(CONFIG_ARCH_HAS_PMEM_API))
+			ok = false;
+	}
+	return ok;
+}
+
+/*
+ * n rounds: an unsignaled RDMA Write of random bytes, then a signaled
+ * global Flush of its range. When the Flush completes, the Write must be
+ * placed (the Flush Response follows the placement), and nothing else in
+ * the region may have changed.
+ */
+static bool kt_flush_after_writes(struct kt_fctx *x, int n)
 {
 	struct ib_atomic_wr f;
 	struct ib_rdma_wr w;
 	struct ib_sge sge;
-	struct ib_wc wc;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		u32 len = 1 + kt_below(src->len);
-		u32 off = kt_below(KT_AREGION - len + 1);
+		u32 off = kt_below(KT_FREGION);
+		u32 len = 1 + kt_below(min_t(u32, KT_FREGION - off, 2048));
 
-		kt_fill(src->va, len);
-		kt_sge(&sge, src, 0, len);
-		kt_rdma_wr(&w, IB_WR_RDMA_WRITE, KT_WRID_WRITE, &sge, 1, mr, off);
-		kt_flush_wr(&f, IB_WR_FLUSH, KT_WRID_FLUSH, mr, off);
-		f.compare_add = len;
-		f.swap = IB_FLUSH_GLOBAL;
-		f.swap_mask = whole ? IB_FLUSH_MR : IB_FLUSH_RANGE;
+		kt_fill(x->src->va, len);
+		kt_sge(&sge, x->src, 0, len);
+		kt_rdma_wr(&w, IB_WR_RDMA_WRITE, KT_WRID_WRITE, &sge, 1, x->mr,
+			   off);
+		w.wr.send_flags = 0;
+		kt_flush_wr(&f, KT_WRID_FLUSH + i, x->mr, off, len,
+			    IB_FLUSH_GLOBAL, IB_FLUSH_RANGE, true);
 		w.wr.next = &f.wr;
-		if (kt_post_send(&c->cli, &w.wr) ||
-		    kt_expect(c->cli.scq, KT_WRID_WRITE, IB_WC_RDMA_WRITE,
-			      IB_WC_SUCCESS, &wc, "write before flush") ||
-		    kt_expect(c->cli.scq, KT_WRID_FLUSH, IB_WC_FLUSH,
-			      IB_WC_SUCCESS, &wc, "flush"))
+		if (kt_post_send(&x->c->cli, &w.wr))
 			return false;
-		if (wc.byte_len) {
-			kt_diag("flush completion byte_len %u, want 0",
-				wc.byte_len);
+		if (!kt_fexpect(x->c, KT_WRID_FLUSH + i, IB_WC_FLUSH, "Flush"))
+			return false;
+		/* no wait: the completion itself says it is placed */
+		if (!kt_same(x->mr->va + off, x->src->va, len,
+			     "bytes written before the Flush")) {
+			kt_diag("round %d: Write of %u bytes at +%u", i, len, off);
 			return false;
 		}
-		if (!kt_same(mr->va + off, src->va, len, "flushed range"))
-			return false;
+		memcpy(x->shadow + off, x->src->va, len);
 	}
-	return kt_no_strays(c);
+	return kt_same(x->mr->va, x->shadow, KT_FREGION, "flush region");
 }
 
-static bool kt_atomic_writes(struct kt_conn *c, struct kt_mr *mr, int n)
-{
-	struct ib_atomic_wr aw;
-	struct ib_wc wc;
-	u8 *before;
-	bool ok = true;
-	int i;
-
-	before = kmalloc(KT_AREGION, GFP_KERNEL);
-	if (!before)
-		return false;
-	for (i = 0; i < n && ok; i++) {
-		u32 off = 8 * kt_below(KT_AREGION / 8);
-		u64 v = kt_r64();
-
-		memcpy(before, mr->va, KT_AREGION);
-		memcpy(before + off, &v, 8);
-		kt_flush_wr(&aw, IB_WR_ATOMIC_WRITE, KT_WRID_AWRITE, mr, off);
-		aw.swap = v;
-		if (kt_post_send(&c->cli, &aw.wr) ||
-		    kt_expect(c->cli.scq, KT_WRID_AWRITE, IB_WC_ATOMIC_WRITE,
-			      IB_WC_SUCCESS, &wc, "atomic write")) {
-			ok = false;
-			break;
-		}
-		ok = kt_same(mr->va, before, KT_AREGION,
-			     "region after atomic write");
-	}
-	kfree(before);
-	return ok && kt_no_strays(c);
-}
-
-/* an Atomic Write to an address not 8-byte aligned fails the post */
-static bool kt_atomic_write_misaligned(struct kt_conn *c, struct kt_mr *mr)
-{
-	struct ib_atomic_wr aw;
-	int rv;
-
-	kt_flush_wr(&aw, IB_WR_ATOMIC_WRITE, KT_WRID_AWRITE, mr, 4);
-	rv = ib_post_send(c->cli.qp, &aw.wr, NULL);
-	if (rv != -EINVAL) {
-		kt_diag("misaligned atomic write posted: %d, want -EINVAL", rv);
-		return false;
-	}
-	return kt_no_strays(c);
-}
-
-/* a persistent Flush of a region without FLUSH_PERSISTENT: refused */
-static bool kt_flush_refused(struct kt_conn *c, struct kt_mr *mr)
+/* selectivity MR: the whole region, the range fields ignored */
+static bool kt_flush_mr_level(struct kt_fctx *x)
 {
 	struct ib_atomic_wr f;
-	struct ib_wc wc;
+	struct ib_rdma_wr w;
+	struct ib_sge sge;
 
-	kt_flush_wr(&f, IB_WR_FLUSH, KT_WRID_FLUSH, mr, 0);
-	f.compare_add = 8;
-	f.swap = IB_FLUSH_PERSISTENT;
-	f.swap_mask = IB_FLUSH_RANGE;
-	if (kt_post_send(&c->cli, &f.wr))
+	kt_fill(x->src->va, 64);
+	kt_sge(&sge, x->src, 0, 64);
+	kt_rdma_wr(&w, IB_WR_RDMA_WRITE, KT_WRID_WRITE, &sge, 1, x->mr,
+		   KT_FREGION - 64);
+	w.wr.send_flags = 0;
+	kt_flush_wr(&f, KT_WRID_FLUSH, x->mr, 0, 0, IB_FLUSH_GLOBAL,
+		    IB_FLUSH_MR, true);
+	w.wr.next = &f.wr;
+	if (kt_post_send(&x->c->cli, &w.wr) ||
+	    !kt_fexpect(x->c, KT_WRID_FLUSH, IB_WC_FLUSH, "Flush (MR)"))
 		return false;
-	return !kt_expect(c->cli.scq, KT_WRID_FLUSH, IB_WC_FLUSH,
-			  IB_WC_REM_ACCESS_ERR, &wc,
-			  "persistent flush without FLUSH_PERSISTENT");
+	memcpy(x->shadow + KT_FREGION - 64, x->src->va, 64);
+	return kt_same(x->mr->va, x->shadow, KT_FREGION, "flush region");
+}
+
+/* n Atomic Writes of random values at random aligned offsets */
+static bool kt_awrite_random(struct kt_fctx *x, int n)
+{
+	struct ib_atomic_wr a;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		u32 off = 8 * kt_below(KT_FREGION / 8);
+		u64 v = kt_r64();
+
+		kt_awrite_wr(&a, KT_WRID_AWRITE + i, x->mr, off, v, true);
+		if (kt_post_send(&x->c->cli, &a.wr))
+			return false;
+		if (!kt_fexpect(x->c, KT_WRID_AWRITE + i, IB_WC_ATOMIC_WRITE,
+				"Atomic Write"))
+			return false;
+		memcpy(x->shadow + off, &v, 8);
+		if (!kt_same(x->mr->va, x->shadow, KT_FREGION,
+			     "region after an Atomic Write")) {
+			kt_diag("round %d: 0x%016llx at +%u", i, v, off);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The persistent-memory pipeline: Write 4 KiB, Flush, Atomic Write of the
+ * "pointer", Flush, only the last signaled. Its completion means all of
+ * it is placed.
+ */
+static bool kt_flush_pipeline(struct kt_fctx *x)
+{
+	struct ib_atomic_wr f1, aw, f2;
+	struct ib_rdma_wr w;
+	struct ib_sge sge;
+	u64 ptr = kt_r64();
+
+	kt_fill(x->src->va, 4096);
+	kt_sge(&sge, x->src, 0, 4096);
+	kt_rdma_wr(&w, IB_WR_RDMA_WRITE, KT_WRID_WRITE, &sge, 1, x->mr, 0);
+	w.wr.send_flags = 0;
+	kt_flush_wr(&f1, KT_WRID_FLUSH, x->mr, 0, 4096, IB_FLUSH_GLOBAL,
+		    IB_FLUSH_RANGE, false);
+	kt_awrite_wr(&aw, KT_WRID_AWRITE, x->mr, 4096, ptr, false);
+	kt_flush_wr(&f2, KT_WRID_FLUSH + 1, x->mr, 4096, 8, IB_FLUSH_GLOBAL,
+		    IB_FLUSH_RANGE, true);
+	w.wr.next = &f1.wr;
+	f1.wr.next = &aw.wr;
+	aw.wr.next = &f2.wr;
+	if (kt_post_send(&x->c->cli, &w.wr) ||
+	    !kt_fexpect(x->c, KT_WRID_FLUSH + 1, IB_WC_FLUSH, "pipeline"))
+		return false;
+	memcpy(x->shadow, x->src->va, 4096);
+	memcpy(x->shadow + 4096, &ptr, 8);
+	return kt_same(x->mr->va, x->shadow, KT_FREGION, "pipeline region");
+}
+
+/* work requests flush.md refuses at post time; nothing may complete */
+static bool kt_flush_post_refused(struct kt_fctx *x)
+{
+	static const struct {
+		u64 type, level;
+	} bad[] = {
+		{ 0, IB_FLUSH_RANGE },			/* no placement type */
+		{ IB_FLUSH_GLOBAL | 4, IB_FLUSH_RANGE },	/* unknown type bit */
+		{ IB_FLUSH_GLOBAL, IB_FLUSH_MR + 1 },	/* unknown level */
+	};
+	struct ib_atomic_wr f;
+	struct ib_wc wc;
+	bool ok = true;
+	int i, rv;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		const struct ib_send_wr *badwr = NULL;
+
+		kt_flush_wr(&f, KT_WRID_FLUSH + i, x->mr, 0, 8, bad[i].type,
+			    bad[i].level, true);
+		rv = ib_post_send(x->c->cli.qp, &f.wr, &badwr);
+		if (!rv) {
+			kt_diag("Flush type 0x%llx level %llu: posted, expected a refusal",
+				bad[i].type, bad[i].level);
+			ok = false;
+		}
+	}
+	msleep(100);
+	while (ib_poll_cq(x->c->cli.scq, 1, &wc) > 0) {
+		kt_wc_diag("refused Flush", &wc);
+		ok = false;
+	}
+	return ok;
+}
+
+/*
+ * Last on its connection (it terminates it): a Flush of a region without
+ * flush access completes with a remote access error, nothing changes.
+ */
+static bool kt_flush_refused(struct kt_fctx *x)
+{
+	struct kt_mr *m = kt_mr_new(x->c, &x->c->srv, 4096,
+				    IB_ACCESS_LOCAL_WRITE |
+				    IB_ACCESS_REMOTE_WRITE |
+				    IB_ACCESS_REMOTE_READ);
+	struct ib_atomic_wr f;
+	struct ib_wc wc;
+	u8 *snap;
+	bool ok;
+
+	if (!m)
+		return false;
+	snap = kmalloc(4096, GFP_KERNEL);
+	if (!snap)
+		return false;
+	kt_fill(m->va, 4096);
+	memcpy(snap, m->va, 4096);
+	kt_flush_wr(&f, KT_WRID_FLUSH, m, 0, 4096, IB_FLUSH_GLOBAL,
+		    IB_FLUSH_RANGE, true);
+	ok = !kt_post_send(&x->c->cli, &f.wr) &&
+	     !kt_expect(x->c->cli.scq, KT_WRID_FLUSH, IB_WC_FLUSH,
+			IB_WC_REM_ACCESS_ERR, &wc, "Flush without flush access");
+	msleep(100);
+	ok &= kt_same(m->va, snap, 4096, "region without flush access");
+	ok &= kt_same(x->mr->va, x->shadow, KT_FREGION, "flush region");
+	kfree(snap);
+	return ok;
+}
+
+/*
+ * On a connection of its own: a misaligned Atomic Write is refused,
+ * at post time or with an error completion; memory unchanged.
+ */
+static bool kt_awrite_misaligned(struct kt_conn *c, struct kt_mr *m)
+{
+	const struct ib_send_wr *badwr = NULL;
+	struct ib_atomic_wr a;
+	struct ib_wc wc;
+	u8 *snap;
+	bool ok = true;
+	int rv;
+
+	snap = kmalloc(KT_FREGION, GFP_KERNEL);
+	if (!snap)
+		return false;
+	kt_fill(m->va, KT_FREGION);
+	memcpy(snap, m->va, KT_FREGION);
+	kt_awrite_wr(&a, KT_WRID_AWRITE, m, 8 * kt_below(KT_FREGION / 8 - 1) + 4,
+		     kt_r64(), true);
+	rv = ib_post_send(c->cli.qp, &a.wr, &badwr);
+	if (rv) {
+		kt_diag("misaligned Atomic Write refused at post: %d", rv);
+	} else if (kt_expect(c->cli.scq, KT_WRID_AWRITE, IB_WC_ATOMIC_WRITE,
+			     IB_WC_REM_INV_REQ_ERR, &wc,
+			     "misaligned Atomic Write")) {
+		ok = false;
+	}
+	msleep(100);
+	ok &= kt_same(m->va, snap, KT_FREGION, "region after a misaligned Atomic Write");
+	kfree(snap);
+	return ok;
+}
+
+/*
+ * On a connection of its own: FLUSH_PERSISTENT on memory that is not
+ * pmem (kmalloc) is refused (flush.md, as rxe): the REG_MR fails, at
+ * post or with an error completion.
+ */
+static bool kt_reg_persistent_refused(struct kt_conn *c)
+{
+	const struct ib_send_wr *badwr = NULL;
+	struct ib_reg_wr rwr = {};
+	struct kt_mr *m;
+	struct ib_wc wc;
+	int rv;
+
+	m = kt_mr_alloc(c, &c->srv, 4096);
+	if (!m)
+		return false;
+	rwr.wr.opcode = IB_WR_REG_MR;
+	rwr.wr.wr_id = KT_WRID_REG;
+	rwr.wr.send_flags = IB_SEND_SIGNALED;
+	rwr.mr = m->mr;
+	rwr.key = m->mr->rkey;
+	rwr.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+		     IB_ACCESS_FLUSH_PERSISTENT;
+	rv = ib_post_send(c->srv.qp, &rwr.wr, &badwr);
+	if (rv) {
+		kt_diag("REG_MR FLUSH_PERSISTENT refused at post: %d", rv);
+		return true;
+	}
+	rv = kt_poll(c->srv.scq, &wc, timeout_ms);
+	if (rv) {
+		kt_diag("REG_MR FLUSH_PERSISTENT: no completion (%d)", rv);
+		return false;
+	}
+	kt_wc_diag("REG_MR FLUSH_PERSISTENT of kmalloc memory", &wc);
+	return wc.wr_id == KT_WRID_REG && wc.status != IB_WC_SUCCESS;
+}
+
+/* a connection for one refusal: connect, MR, case, disconnect */
+static void kt_flush_alone(const char *name, int which)
+{
+	struct kt_conn *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	struct kt_mr *m = NULL;
+	bool ok;
+
+	if (!c || kt_connect(c)) {
+		kt_diag("%s: no connection", name);
+		kt_result(false, name);
+		if (c)
+			kt_teardown(c);
+		kfree(c);
+		return;
+	}
+	if (which == 0) {
+		m = kt_mr_new(c, &c->srv, KT_FREGION, IB_ACCESS_LOCAL_WRITE |
+			      IB_ACCESS_REMOTE_WRITE | IB_ACCESS_FLUSH_GLOBAL);
+		ok = m && kt_awrite_misaligned(c, m);
+	} else {
+		ok = kt_reg_persistent_refused(c);
+	}
+	kt_result(ok, name);
+	kt_disconnect(c);
+	kfree(c);
 }
 
 static void kt_group_flush(void)
 {
-	struct ib_device *dev = kt_listener.id->device;
-	struct kt_buf *src;
+	struct kt_fctx x = {};
 	struct kt_conn *c;
-	struct kt_mr *mr;
 	bool ok;
 
-	if (!dev || !(dev->attrs.device_cap_flags & IB_DEVICE_FLUSH_GLOBAL) ||
-	    !(dev->attrs.device_cap_flags & IB_DEVICE_ATOMIC_WRITE)) {
-		kt_skip("flush", "%s: no IB_DEVICE_FLUSH_GLOBAL/ATOMIC_WRITE",
-			dev ? dev->name : "listener without device");
-		return;
-	}
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
-	if (!c) {
+	x.shadow = kmalloc(KT_FREGION, GFP_KERNEL);
+	x.c = c;
+	if (!c || !x.shadow) {
 		kt_result(false, "flush.connect");
-		return;
+		goto free;
 	}
 	ok = !kt_connect(c);
 	kt_result(ok, "flush.connect");
@@ -2252,25 +2516,40 @@ static void kt_group_flush(void)
 		kt_teardown(c);
 		goto free;
 	}
-	mr = kt_mr_new(c, &c->srv, KT_AREGION, IB_ACCESS_LOCAL_WRITE |
-		       IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
-		       IB_ACCESS_FLUSH_GLOBAL);
-	src = kt_buf_new(c, &c->cli, 256);
-	ok = mr && src;
-	kt_result(ok, "flush.reg_mr");
+	kt_result(kt_flush_caps(c), "flush.device_caps");
+	x.mr = kt_mr_new(c, &c->srv, KT_FREGION, IB_ACCESS_LOCAL_WRITE |
+			 IB_ACCESS_REMOTE_WRITE | IB_ACCESS_FLUSH_GLOBAL);
+	x.src = kt_buf_new(c, &c->cli, KT_FREGION);
+	ok = x.mr && x.src;
+	kt_result(ok, "flush.reg_mr_flush_global");
 	if (!ok)
 		goto disconnect;
-	kt_fill(mr->va, KT_AREGION);
-	kt_result(kt_flush_writes(c, mr, src, 16, false), "flush.write_range");
-	kt_result(kt_flush_writes(c, mr, src, 4, true), "flush.write_whole_mr");
-	kt_result(kt_atomic_writes(c, mr, 32), "flush.atomic_write");
-	kt_result(kt_atomic_write_misaligned(c, mr),
-		  "flush.atomic_write_misaligned");
+	kt_fill(x.mr->va, KT_FREGION);
+	memcpy(x.shadow, x.mr->va, KT_FREGION);
+
+	ok = kt_flush_after_writes(&x, KT_FITER);
+	kt_result(ok, "flush.write_then_flush_global");
+	if (ok)
+		ok = kt_flush_mr_level(&x);
+	kt_result(ok, "flush.selectivity_mr");
+	if (ok)
+		ok = kt_awrite_random(&x, KT_FITER);
+	kt_result(ok, "flush.atomic_write");
+	if (ok)
+		ok = kt_flush_pipeline(&x);
+	kt_result(ok, "flush.pipeline");
+	if (ok)
+		ok = kt_flush_post_refused(&x);
+	kt_result(ok, "flush.post_refused");
+	kt_result(ok && kt_no_strays(c), "flush.no_stray_completions");
 	/* last: it terminates the connection */
-	kt_result(kt_flush_refused(c, mr), "flush.persistent_refused");
+	kt_result(ok && kt_flush_refused(&x), "flush.refused_no_flush_access");
 disconnect:
 	kt_result(kt_disconnect(c), "flush.disconnect");
+	kt_flush_alone("flush.atomic_write_misaligned", 0);
+	kt_flush_alone("flush.reg_mr_persistent_not_pmem", 1);
 free:
+	kfree(x.shadow);
 	kfree(c);
 }
 
@@ -2305,8 +2584,9 @@ static int kt_parse_groups(void)
 			kt_want_basic = true;
 			kt_want_imm = true;
 			kt_want_atomic = true;
+			kt_want_flush = true;
 		} else {
-			pr_err("unknown group '%s' (basic, imm, atomic, zread, flush, all)\n",
+			pr_err("unknown group '%s' (basic, imm, atomic, flush, zread, all)\n",
 			       tok);
 			rv = -EINVAL;
 		}
@@ -2393,10 +2673,11 @@ static int __init siwx_ktest_init(void)
 	prandom_seed_state(&kt_rnd, s);
 
 	pr_info("TAP version 13\n");
-	kt_diag("server %pI4:%u, client %pI4, groups:%s%s%s%s, iterations %u, seed %llu, timeout %u ms",
+	kt_diag("server %pI4:%u, client %pI4, groups:%s%s%s%s%s, iterations %u, seed %llu, timeout %u ms",
 		&kt_srv_sin.sin_addr.s_addr, port, &kt_cli_sin.sin_addr.s_addr,
 		kt_want_basic ? " basic" : "", kt_want_imm ? " imm" : "",
-		kt_want_atomic ? " atomic" : "", kt_want_zread ? " zread" : "",
+		kt_want_atomic ? " atomic" : "", kt_want_flush ? " flush" : "",
+		kt_want_zread ? " zread" : "",
 		iterations, s, timeout_ms);
 
 	if (kt_listen()) {
@@ -2410,10 +2691,10 @@ static int __init siwx_ktest_init(void)
 			kt_group_imm();
 		if (kt_want_atomic)
 			kt_group_atomic();
-		if (kt_want_zread)
-			kt_group_zread();
 		if (kt_want_flush)
 			kt_group_flush();
+		if (kt_want_zread)
+			kt_group_zread();
 		rdma_destroy_id(kt_listener.id);
 		kt_listener.id = NULL;
 	}
@@ -2430,6 +2711,6 @@ static void __exit siwx_ktest_exit(void)
 module_init(siwx_ktest_init);
 module_exit(siwx_ktest_exit);
 
-MODULE_DESCRIPTION("siwx kernel ULP test: RDMA Write/Read, Send, Write with Immediate and atomics through rdma_cm");
+MODULE_DESCRIPTION("siwx kernel ULP test: RDMA Write/Read, Send, Write with Immediate, atomics, Flush and Atomic Write through rdma_cm");
 MODULE_AUTHOR("siwx project");
 MODULE_LICENSE("GPL");

@@ -53,6 +53,9 @@ Decoding the bytes of a direction:
   parse_direction(b, key) the MPA frame, then the complete FPDUs, Fpdus,
                           and problems
   atomic_request(p), atomic_response(p)   RFC 7306 headers
+  flush_request(p), atomic_write_request(p)
+                          draft-talpey-rdma-commit headers (flush.md)
+  opcode_name(op)         the RDMAP opcode's name from wire.h
   crc32c(b), check_crc(fpdus, crc_on)
   decode(path, port)      all of it per connection to PORT (main())
   decode_connection(...)  the same for one connection of read_frames()
@@ -400,8 +403,11 @@ def ddp(f):
     """The DDP and RDMAP header of f.ulpdu into f: tagged, last, ddp_rsvd,
     dv; rv, rsvd_ulp, opcode; stag, to (tagged) or inval, qn, msn, mo
     (untagged), hdr and payload (the bytes after the DDP header) when the
-    header is all there; rreq_size of a Read Request; layer, etype, code,
-    hdrct (M, D, R as one number), term_m, term_d, term_r of a Terminate.
+    header is all there; rreq_size of a Read Request; flush (the
+    flush_request() dict) of a Flush Request, awrite (the
+    atomic_write_request() dict) of an Atomic Write Request, when the
+    header is all there; layer, etype, code, hdrct (M, D, R as one
+    number), term_m, term_d, term_r of a Terminate.
     f.kind is the RDMAP opcode, None when the headers are truncated (see
     f.problems). Returns f."""
     u = f.ulpdu
@@ -434,6 +440,12 @@ def ddp(f):
     if not f.tagged and f.opcode == W.RDMAP_OP_READ_REQ and \
             len(p) >= W.RREQ_OFF_SIZE + 4:
         f.rreq_size = be32(p, W.RREQ_OFF_SIZE)
+    if not f.tagged and f.opcode == W.RDMAP_OP_FLUSH_REQ and \
+            len(p) >= W.RDMAP_FLUSH_REQ_SIZE:
+        f.flush = flush_request(p)
+    if not f.tagged and f.opcode == W.RDMAP_OP_ATOMIC_WRITE_REQ and \
+            len(p) >= W.RDMAP_ATOMIC_WRITE_REQ_SIZE:
+        f.awrite = atomic_write_request(p)
     if f.opcode == W.RDMAP_OP_TERMINATE and \
             len(p) >= W.RDMAP_TERM_CTRL_SIZE:
         le, fl = p[W.TERM_OFF_LAYER_ETYPE], p[W.TERM_OFF_FLAGS]
@@ -472,6 +484,10 @@ def parse_fpdus(b):
         d["plen"] = max(f.mpalen - f.hdr_size, 0)
         if hasattr(f, "rreq_size"):
             d["size"] = f.rreq_size
+        if hasattr(f, "flush"):
+            d["flush"] = f.flush
+        if hasattr(f, "awrite"):
+            d["awrite"] = f.awrite
         if hasattr(f, "layer"):
             d["layer"], d["etype"], d["code"] = f.layer, f.etype, f.code
             d["hdrct"] = f.hdrct
@@ -519,6 +535,38 @@ def atomic_response(p):
     """The RFC 7306 Atomic Response header at the start of p (12 bytes):
     (Original Request Identifier, Original Remote Data Value)."""
     return be32(p, W.ARESP_OFF_REQ_ID), be64(p, W.ARESP_OFF_VALUE)
+
+
+def opcode_name(op):
+    """The name of RDMAP opcode op (masked with the opcode field's mask)
+    as wire.h spells it (SIWX_RDMAP_OP_<NAME>), "OP_0xNN" for an opcode
+    siwx does not know."""
+    op &= W.RDMAP_MASK_OPCODE
+    return W.OPCODE_NAMES.get(op, "OP_0x%02x" % op)
+
+
+def flush_request(p):
+    """The Flush Request header at the start of p (20 bytes after the
+    untagged DDP header; Documentation/flush.md): stag, len, to, disp (the
+    Disposition Flags word), p and g (its persistence and global
+    visibility bits), sel (the selectivity field), rsvd (the reserved bits
+    set, in place)."""
+    disp = be32(p, W.FREQ_OFF_DISP)
+    return {"stag": be32(p, W.FREQ_OFF_STAG), "len": be32(p, W.FREQ_OFF_LEN),
+            "to": be64(p, W.FREQ_OFF_TO), "disp": disp,
+            "p": _bit(disp, W.FLUSH_DISP_P), "g": _bit(disp, W.FLUSH_DISP_G),
+            "sel": (disp & W.FLUSH_DISP_SEL_MASK) >> W.FLUSH_DISP_SEL_SHIFT,
+            "rsvd": disp & W.FLUSH_DISP_RSVD}
+
+
+def atomic_write_request(p):
+    """The Atomic Write Request header at the start of p (24 bytes after
+    the untagged DDP header): stag, len, to, data (the 8 data bytes as
+    they are on the wire, which is how the responder stores them)."""
+    return {"stag": be32(p, W.AWREQ_OFF_STAG), "len": be32(p, W.AWREQ_OFF_LEN),
+            "to": be64(p, W.AWREQ_OFF_TO),
+            "data": bytes(p[W.AWREQ_OFF_DATA:W.AWREQ_OFF_DATA +
+                            W.ATOMIC_WRITE_SIZE])}
 
 
 # ---------------------------------------------------------------- CRC32c

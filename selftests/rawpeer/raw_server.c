@@ -27,7 +27,8 @@
  *   --port P           listen port (required)
  *   --len N            MR length (default 4096)
  *   --access LIST      lw,rw,rr,ra (local write, remote write/read/atomic),
- *                      or none (default lw,rw,rr,ra)
+ *                      fg,fp (flush global / persistent), or none
+ *                      (default lw,rw,rr,ra)
  *   --pd2              register the MR in a second PD (not the QP's)
  *   --recv N           receives posted before accept (default 4)
  *   --recv-len N       bytes per receive (default 256)
@@ -72,6 +73,14 @@
 #define MAX_EXP		16
 #define PAGE		4096
 
+/*
+ * IBV_ACCESS_FLUSH_GLOBAL / _PERSISTENT: the uverbs ABI values
+ * (IB_UVERBS_ACCESS_FLUSH_*), by number because the stock build's
+ * rdma-core 44 does not name them.
+ */
+#define RS_ACCESS_FLUSH_GLOBAL		(1 << 8)
+#define RS_ACCESS_FLUSH_PERSISTENT	(1 << 9)
+
 static void say(const char *fmt, ...)
 {
 	va_list ap;
@@ -87,7 +96,7 @@ static void say(const char *fmt, ...)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: raw_server --port P [--addr A] [--len N] [--access lw,rw,rr,ra|none]\n"
+		"usage: raw_server --port P [--addr A] [--len N] [--access lw,rw,rr,ra,fg,fp|none]\n"
 		"       [--pd2] [--recv N] [--recv-len N] [--ird N] [--ord N]\n"
 		"       [--timeout MS] [--linger MS] [--set-u64 OFF=V]...\n"
 		"       [--expect-u64 OFF=V]... [--expect-hex OFF=HEX]... [--seed S]\n"
@@ -142,10 +151,12 @@ static int hexbytes(const char *s, uint8_t *b, size_t max)
 
 static const char *access_str(int a, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s", a & IBV_ACCESS_LOCAL_WRITE ? "lw," : "",
+	snprintf(buf, len, "%s%s%s%s%s%s%s", a & IBV_ACCESS_LOCAL_WRITE ? "lw," : "",
 		 a & IBV_ACCESS_REMOTE_WRITE ? "rw," : "",
 		 a & IBV_ACCESS_REMOTE_READ ? "rr," : "",
-		 a & IBV_ACCESS_REMOTE_ATOMIC ? "ra," : "", a ? "" : "none");
+		 a & IBV_ACCESS_REMOTE_ATOMIC ? "ra," : "",
+		 a & RS_ACCESS_FLUSH_GLOBAL ? "fg," : "",
+		 a & RS_ACCESS_FLUSH_PERSISTENT ? "fp," : "", a ? "" : "none");
 	if (buf[0] && buf[strlen(buf) - 1] == ',')
 		buf[strlen(buf) - 1] = 0;
 	return buf;
@@ -313,6 +324,10 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 				o->access |= IBV_ACCESS_REMOTE_READ;
 			if (strstr(a, "ra"))
 				o->access |= IBV_ACCESS_REMOTE_ATOMIC;
+			if (strstr(a, "fg"))
+				o->access |= RS_ACCESS_FLUSH_GLOBAL;
+			if (strstr(a, "fp"))
+				o->access |= RS_ACCESS_FLUSH_PERSISTENT;
 		} else if (!strcmp(op, "--recv")) {
 			o->nrecv = (int)num(a);
 		} else if (!strcmp(op, "--recv-len")) {

@@ -34,9 +34,10 @@ add(struct line *ln, const char *fmt, ...)
 		ln->o = sizeof(ln->s) - 1;
 }
 
+/* the RDMAP opcode's name; "op_NN" (hex) for one siwx does not know */
 static const char *opname(unsigned int op)
 {
-	static const char *const n[SIWX_RDMAP_MASK_OPCODE + 1] = {
+	static const char *const n[SIWX_RDMAP_OP_COUNT] = {
 		[SIWX_RDMAP_OP_WRITE] = "write",
 		[SIWX_RDMAP_OP_READ_REQ] = "read_req",
 		[SIWX_RDMAP_OP_READ_RESP] = "read_resp",
@@ -49,9 +50,46 @@ static const char *opname(unsigned int op)
 		[SIWX_RDMAP_OP_IMM_SE] = "imm_se",
 		[SIWX_RDMAP_OP_ATOMIC_REQ] = "atomic_req",
 		[SIWX_RDMAP_OP_ATOMIC_RESP] = "atomic_resp",
-		[0xc] = "op_c", [0xd] = "op_d", [0xe] = "op_e", [0xf] = "op_f"
+		[SIWX_RDMAP_OP_FLUSH_REQ] = "flush_req",
+		[SIWX_RDMAP_OP_FLUSH_RESP] = "flush_resp",
+		[SIWX_RDMAP_OP_VERIFY_REQ] = "verify_req",
+		[SIWX_RDMAP_OP_VERIFY_RESP] = "verify_resp",
+		[SIWX_RDMAP_OP_ATOMIC_WRITE_REQ] = "awrite_req",
+		[SIWX_RDMAP_OP_ATOMIC_WRITE_RESP] = "awrite_resp",
 	};
-	return n[op & SIWX_RDMAP_MASK_OPCODE];
+	static char unknown[8];
+
+	op &= SIWX_RDMAP_MASK_OPCODE;
+	if (op < SIWX_RDMAP_OP_COUNT && n[op])
+		return n[op];
+	snprintf(unknown, sizeof(unknown), "op_%02x", op);
+	return unknown;
+}
+
+/* a Flush Request header (p holds all of it); prefix "" or "att_" */
+static void print_flush_req(struct line *ln, const char *pre, const uint8_t *p)
+{
+	uint32_t disp = rd32(p + SIWX_FREQ_OFF_DISP);
+
+	add(ln, " %sfstag=0x%08x %sflen=%u %sfto=0x%" PRIx64
+	    " %sdisp=0x%08x %sp=%d %sg=%d %ssel=%u %sdrsvd=0x%x",
+	    pre, rd32(p + SIWX_FREQ_OFF_STAG), pre, rd32(p + SIWX_FREQ_OFF_LEN),
+	    pre, rd64(p + SIWX_FREQ_OFF_TO), pre, disp,
+	    pre, !!(disp & SIWX_FLUSH_DISP_P), pre, !!(disp & SIWX_FLUSH_DISP_G),
+	    pre, (disp & SIWX_FLUSH_DISP_SEL_MASK) >> SIWX_FLUSH_DISP_SEL_SHIFT,
+	    pre, disp & SIWX_FLUSH_DISP_RSVD);
+}
+
+/* an Atomic Write Request header (p holds all of it) */
+static void print_awrite_req(struct line *ln, const char *pre,
+			     const uint8_t *p)
+{
+	char hex[2 * SIWX_ATOMIC_WRITE_SIZE + 1];
+
+	hexstr(hex, sizeof(hex), p + SIWX_AWREQ_OFF_DATA, SIWX_ATOMIC_WRITE_SIZE);
+	add(ln, " %swstag=0x%08x %swlen=%u %swto=0x%" PRIx64 " %swdata=%s",
+	    pre, rd32(p + SIWX_AWREQ_OFF_STAG), pre, rd32(p + SIWX_AWREQ_OFF_LEN),
+	    pre, rd64(p + SIWX_AWREQ_OFF_TO), pre, hex);
 }
 
 /*
@@ -115,12 +153,22 @@ static void print_term_attached(struct line *ln, unsigned int f,
 		} else {
 			add(ln, " att_truncated=1");
 		}
-		/* of the attached RDMAP headers, an Atomic Request's is shown */
+		/*
+		 * of the attached RDMAP headers, those of an Atomic, Flush
+		 * and Atomic Write Request are shown (left in rest= too)
+		 */
 		if ((f & SIWX_TERM_FLAG_R) && aop == SIWX_RDMAP_OP_ATOMIC_REQ &&
 		    len >= SIWX_RDMAP_ATOMIC_REQ_SIZE)
 			add(ln, " att_aop=%u att_reqid=0x%x",
 			    rd32(p + SIWX_AREQ_OFF_AOPCODE) &
 			    SIWX_AREQ_AOPCODE_MASK, rd32(p + SIWX_AREQ_OFF_REQ_ID));
+		if ((f & SIWX_TERM_FLAG_R) && aop == SIWX_RDMAP_OP_FLUSH_REQ &&
+		    len >= SIWX_RDMAP_FLUSH_REQ_SIZE)
+			print_flush_req(ln, "att_", p);
+		if ((f & SIWX_TERM_FLAG_R) &&
+		    aop == SIWX_RDMAP_OP_ATOMIC_WRITE_REQ &&
+		    len >= SIWX_RDMAP_ATOMIC_WRITE_REQ_SIZE)
+			print_awrite_req(ln, "att_", p);
 	}
 	*pp = p;
 	*lenp = len;
@@ -153,8 +201,9 @@ static void print_term(struct line *ln, const uint8_t *p, size_t len)
 
 /*
  * The RDMAP header of opcode op at *pp, if the FPDU holds all of it
- * (Atomic Response, Read Request, Atomic Request: consumed; Immediate
- * Data: shown, left as payload).
+ * (Atomic Response, Read Request, Atomic Request, Flush Request, Atomic
+ * Write Request: consumed; Immediate Data: shown, left as payload). The
+ * Flush and Atomic Write Responses carry no header.
  */
 static void print_rdmap(struct line *ln, unsigned int op, const uint8_t **pp,
 			size_t *lenp)
@@ -208,6 +257,25 @@ static void print_rdmap(struct line *ln, unsigned int op, const uint8_t **pp,
 		set_var("rx_cmp", 6, rd64(p + SIWX_AREQ_OFF_COMPARE));
 		hl = SIWX_RDMAP_ATOMIC_REQ_SIZE;
 		break;
+	case SIWX_RDMAP_OP_FLUSH_REQ:
+		if (*lenp < SIWX_RDMAP_FLUSH_REQ_SIZE)
+			break;
+		print_flush_req(ln, "", p);
+		set_var("rx_fstag", 8, rd32(p + SIWX_FREQ_OFF_STAG));
+		set_var("rx_flen", 7, rd32(p + SIWX_FREQ_OFF_LEN));
+		set_var("rx_fto", 6, rd64(p + SIWX_FREQ_OFF_TO));
+		set_var("rx_disp", 7, rd32(p + SIWX_FREQ_OFF_DISP));
+		hl = SIWX_RDMAP_FLUSH_REQ_SIZE;
+		break;
+	case SIWX_RDMAP_OP_ATOMIC_WRITE_REQ:
+		if (*lenp < SIWX_RDMAP_ATOMIC_WRITE_REQ_SIZE)
+			break;
+		print_awrite_req(ln, "", p);
+		set_var("rx_wstag", 8, rd32(p + SIWX_AWREQ_OFF_STAG));
+		set_var("rx_wto", 6, rd64(p + SIWX_AWREQ_OFF_TO));
+		set_var("rx_wdata", 8, rd64(p + SIWX_AWREQ_OFF_DATA));
+		hl = SIWX_RDMAP_ATOMIC_WRITE_REQ_SIZE;
+		break;
 	case SIWX_RDMAP_OP_IMM:
 	case SIWX_RDMAP_OP_IMM_SE:
 		if (*lenp == SIWX_RDMAP_IMM_SIZE)
@@ -244,6 +312,11 @@ static int print_fpdu(const uint8_t *p, size_t len, const char *crcs,
 	add(&ln, "rx opcode=0x%x %s len=%zu t=%d l=%d dv=%u rv=%u", op,
 	    opname(op), len, !!(c0 & SIWX_DDP_FLAG_T), !!(c0 & SIWX_DDP_FLAG_L),
 	    c0 & SIWX_DDP_MASK_DV, p[1] >> SIWX_RDMAP_RV_SHIFT);
+	/* the reserved bits, shown only when set (no real peer sets them) */
+	if ((c0 & SIWX_DDP_MASK_RSVD) || (p[1] & SIWX_RDMAP_MASK_RSVD))
+		add(&ln, " ddp_rsvd=0x%x rdmap_rsvd=0x%x",
+		    (c0 & SIWX_DDP_MASK_RSVD) >> SIWX_DDP_RSVD_SHIFT,
+		    (p[1] & SIWX_RDMAP_MASK_RSVD) >> SIWX_RDMAP_RSVD_SHIFT);
 	hl = print_ddp(&ln, p, len);
 	if (!hl) {
 		add(&ln, " truncated=1");

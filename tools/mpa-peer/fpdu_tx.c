@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * mpa-peer: the steps that send. An FPDU step (send, write, read_resp,
- * read_req, atomic, atomic_resp, imm, term, untagged, tagged) fills in a
+ * read_req, atomic, atomic_resp, imm, flush, flush_resp, awrite,
+ * awrite_resp, term, untagged, tagged) fills in a
  * frame -- DDP header, RDMAP header, data -- which emit() frames with the
  * MPA length, pad and CRC32c, all overridable; "fpdu" frames given ULPDU
  * bytes, "raw" sends bytes as they are. Also the zero-length RTR.
@@ -268,6 +269,75 @@ static unsigned int build_atomic_resp(struct step *st)
 	return SIWX_RDMAP_OP_ATOMIC_RESP;
 }
 
+/*
+ * flush stag= to= size= [p= g= sel= drsvd=] | [disp=]: a Flush Request
+ * (QN 1). The Disposition Flags are disp= as given, or made of p=
+ * (default 0), g= (default 1), sel= and drsvd= (reserved bits, in place).
+ */
+static unsigned int build_flush(struct step *st)
+{
+	uint64_t v, pb, gb, sel, rsvd;
+
+	untagged(st, SIWX_DDP_QN_READ_REQ);
+	nget(st, "stag", 0, &v);
+	be32(F.hdr + SIWX_FREQ_OFF_STAG, v);
+	nget(st, "size", 0, &v);
+	be32(F.hdr + SIWX_FREQ_OFF_LEN, v);
+	nget(st, "to", 0, &v);
+	be64(F.hdr + SIWX_FREQ_OFF_TO, v);
+	nget(st, "p", 0, &pb);
+	nget(st, "g", 1, &gb);
+	nget(st, "sel", SIWX_FLUSH_SEL_RANGE, &sel);
+	nget(st, "drsvd", 0, &rsvd);
+	if (!nget(st, "disp", 0, &v))
+		v = (pb ? SIWX_FLUSH_DISP_P : 0) | (gb ? SIWX_FLUSH_DISP_G : 0) |
+		    field_prep(SIWX_FLUSH_DISP_SEL_MASK, sel) |
+		    (rsvd & SIWX_FLUSH_DISP_RSVD);
+	be32(F.hdr + SIWX_FREQ_OFF_DISP, v);
+	F.hdrlen = SIWX_RDMAP_FLUSH_REQ_SIZE;
+	get_data(st);
+	return SIWX_RDMAP_OP_FLUSH_REQ;
+}
+
+/*
+ * awrite stag= to= [size=8] value=U64: an Atomic Write Request (QN 1).
+ * The data field is value= big-endian: its bytes as the hex digits read
+ * (value=0x1122.. puts 11 22 .. on the wire, which the responder stores
+ * in that order).
+ */
+static unsigned int build_awrite(struct step *st)
+{
+	uint64_t v;
+
+	untagged(st, SIWX_DDP_QN_READ_REQ);
+	nget(st, "stag", 0, &v);
+	be32(F.hdr + SIWX_AWREQ_OFF_STAG, v);
+	nget(st, "size", SIWX_ATOMIC_WRITE_SIZE, &v);
+	be32(F.hdr + SIWX_AWREQ_OFF_LEN, v);
+	nget(st, "to", 0, &v);
+	be64(F.hdr + SIWX_AWREQ_OFF_TO, v);
+	nget(st, "value", 0, &v);
+	be64(F.hdr + SIWX_AWREQ_OFF_DATA, v);
+	F.hdrlen = SIWX_RDMAP_ATOMIC_WRITE_REQ_SIZE;
+	get_data(st);
+	return SIWX_RDMAP_OP_ATOMIC_WRITE_REQ;
+}
+
+/* flush_resp, awrite_resp: the responses (QN 3), no header */
+static unsigned int build_flush_resp(struct step *st)
+{
+	untagged(st, SIWX_DDP_QN_ATOMIC_RESP);
+	get_data(st);
+	return SIWX_RDMAP_OP_FLUSH_RESP;
+}
+
+static unsigned int build_awrite_resp(struct step *st)
+{
+	untagged(st, SIWX_DDP_QN_ATOMIC_RESP);
+	get_data(st);
+	return SIWX_RDMAP_OP_ATOMIC_WRITE_RESP;
+}
+
 static unsigned int build_imm(struct step *st)
 {
 	uint64_t se, v;
@@ -337,6 +407,10 @@ static const struct {
 	{ "atomic", build_atomic },
 	{ "atomic_resp", build_atomic_resp },
 	{ "imm", build_imm },
+	{ "flush", build_flush },
+	{ "flush_resp", build_flush_resp },
+	{ "awrite", build_awrite },
+	{ "awrite_resp", build_awrite_resp },
 	{ "term", build_term },
 	{ "untagged", build_untagged },
 	{ "tagged", build_tagged },

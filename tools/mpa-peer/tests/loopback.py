@@ -100,7 +100,13 @@ INIT_STEPS = [
     "00",
     "term layer=1 etype=2 code=3 hdrs=MD attach=0012c100000012340000000000"
     "000010",
-    "untagged opcode=0xc data=00", "tagged opcode=0x7 stag=5 to=6 data=80",
+    "untagged opcode=0x13 data=00", "tagged opcode=0x7 stag=5 to=6 data=80",
+    "untagged opcode=0x3 ctrl=0x4163 data=00",
+    "flush stag=${rkey} to=${addr}+8 size=64 p=1 g=1 sel=1 drsvd=0x100",
+    "flush disp=0x2", "flush_resp", "awrite stag=7 to=0x2000 value=0x1122334455667788",
+    "awrite_resp", "awrite size=4 data=ee",
+    "term layer=0 etype=2 code=7 hdrs=MDR attach=0026410c000000000000000100"
+    "00000600000000000012340000004000000000000100080000000000",
     "send data=00 qn=5", "send data=00 msn=7 mo=4 l=0 dv=0 rv=2",
     "fpdu ulpdu=4103",
     # each wait is for the last frame sent: the lines come in one order
