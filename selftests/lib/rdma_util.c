@@ -498,10 +498,24 @@ static int ep_create_qp(struct ru_ep *e, const struct ru_caps *caps)
 		if (!e->pd)
 			return ru_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
 	}
-	e->scq = ibv_create_cq(ctx, scq_depth, NULL, NULL, 0);
-	if (!e->scq)
-		return ru_fail(errno, "ibv_create_cq(%d): %s", scq_depth,
-			       strerror(errno));
+	if (caps->scq_ex) {
+		struct ibv_cq_init_attr_ex ca;
+
+		memset(&ca, 0, sizeof(ca));
+		ca.cqe = (uint32_t)scq_depth;
+		ca.wc_flags = RU_CQX_FLAGS;
+		e->scqx = ibv_create_cq_ex(ctx, &ca);
+		if (!e->scqx)
+			return ru_fail(errno ? errno : EIO,
+				       "ibv_create_cq_ex(%d): %s", scq_depth,
+				       strerror(errno));
+		e->scq = ibv_cq_ex_to_cq(e->scqx);
+	} else {
+		e->scq = ibv_create_cq(ctx, scq_depth, NULL, NULL, 0);
+		if (!e->scq)
+			return ru_fail(errno, "ibv_create_cq(%d): %s",
+				       scq_depth, strerror(errno));
+	}
 	rc = ep_create_rcq(e, caps, rcq_depth);
 	if (rc)
 		return rc;
@@ -1174,6 +1188,8 @@ int ru_poll_recv(struct ru_ep *e, struct ru_wc *w, int timeout_ms)
 
 int ru_poll_send(struct ru_ep *e, struct ru_wc *w, int timeout_ms)
 {
+	if (e->scqx)
+		return ru_poll_ex(e->scqx, w, timeout_ms);
 	return poll_wc(e->scq, w, timeout_ms, "send");
 }
 

@@ -114,6 +114,7 @@ struct ru_caps {
 	int rcq_channel;		/* receive CQ on a completion channel */
 	int rcq_ex;			/* receive CQ from ibv_create_cq_ex */
 	uint64_t rcq_wc_flags;		/* with rcq_ex (0: RU_CQX_FLAGS) */
+	int scq_ex;			/* send CQ from ibv_create_cq_ex (RU_CQX_FLAGS) */
 	/*
 	 * Called by ru_ep_close() before the QP, CQs and PD go, also when
 	 * ru_connect() retries and when a connect or accept fails: the place
@@ -189,6 +190,7 @@ struct ru_ep {
 	struct ibv_srq *srq;		/* srq or shared_srq */
 	struct ibv_comp_channel *cc;	/* rcq_channel (non-blocking fd) */
 	struct ibv_cq_ex *rcqx;		/* rcq_ex (rcq is its ibv_cq) */
+	struct ibv_cq_ex *scqx;		/* scq_ex (scq is its ibv_cq) */
 	int pd_shared, srq_shared;	/* not destroyed by ru_ep_close() */
 	int passive;			/* accepted (not connected) */
 	/*
@@ -356,7 +358,7 @@ void ru_wc_from(struct ru_wc *w, const struct ibv_wc *wc);
 void ru_wc_from_ex(struct ru_wc *w, struct ibv_cq_ex *cq);
 /* Poll one completion of an ibv_cq_ex: 1 got one, 0 timed out, <0 error. */
 int ru_poll_ex(struct ibv_cq_ex *cq, struct ru_wc *w, int timeout_ms);
-/* The same on e's receive CQ (whichever kind) or send CQ. */
+/* The same on e's receive CQ or send CQ (whichever kind). */
 int ru_poll_recv(struct ru_ep *e, struct ru_wc *w, int timeout_ms);
 int ru_poll_send(struct ru_ep *e, struct ru_wc *w, int timeout_ms);
 const char *ru_wc_opcode_str(enum ibv_wc_opcode op);
