@@ -94,8 +94,13 @@
 #define SIWX_CTRL_DDP_RSVD		0x3c00
 #define SIWX_CTRL_DDP_VERSION		0x0300
 #define SIWX_CTRL_RDMAP_VERSION		0x00c0
-#define SIWX_CTRL_RDMAP_RSVD		0x0030
-#define SIWX_CTRL_RDMAP_OPCODE		0x000f
+/*
+ * draft-talpey-rdma-commit widens the opcode by one of RFC 5040's
+ * reserved bits (RFC 5040: RSVD 0x0030, OpCode 0x000f), so that
+ * 0x10/0x11 fit; one reserved bit is left.
+ */
+#define SIWX_CTRL_RDMAP_RSVD		0x0020
+#define SIWX_CTRL_RDMAP_OPCODE		0x001f
 
 /* the same as bits of the DDP control byte (byte 0) ... */
 #define SIWX_DDP_FLAG_T			(SIWX_CTRL_DDP_TAGGED >> 8)
@@ -108,7 +113,7 @@
 #define SIWX_RDMAP_MASK_RV		SIWX_CTRL_RDMAP_VERSION
 #define SIWX_RDMAP_RV_SHIFT		6
 #define SIWX_RDMAP_MASK_RSVD		SIWX_CTRL_RDMAP_RSVD
-#define SIWX_RDMAP_RSVD_SHIFT		4
+#define SIWX_RDMAP_RSVD_SHIFT		5
 #define SIWX_RDMAP_MASK_OPCODE		SIWX_CTRL_RDMAP_OPCODE
 #define SIWX_RDMAP_VERSION		1
 
@@ -126,9 +131,9 @@
 
 /* untagged queue numbers (RFC 5040 section 5, RFC 7306 section 8) */
 #define SIWX_DDP_QN_SEND		0	/* Send, Immediate Data */
-#define SIWX_DDP_QN_READ_REQ		1	/* Read and Atomic Requests */
+#define SIWX_DDP_QN_READ_REQ		1	/* Read, Atomic, Flush, Atomic Write Requests */
 #define SIWX_DDP_QN_TERMINATE		2
-#define SIWX_DDP_QN_ATOMIC_RESP		3
+#define SIWX_DDP_QN_ATOMIC_RESP		3	/* Atomic, Flush, Atomic Write Responses */
 #define SIWX_DDP_QN_COUNT		4
 /* the first MSN of every queue and direction */
 #define SIWX_DDP_MSN_FIRST		1
@@ -148,8 +153,16 @@
 #define SIWX_RDMAP_OP_IMM_SE		0x9
 #define SIWX_RDMAP_OP_ATOMIC_REQ	0xa
 #define SIWX_RDMAP_OP_ATOMIC_RESP	0xb
+/* draft-talpey-rdma-commit-01 section 3 (Documentation/flush.md) */
+#define SIWX_RDMAP_OP_FLUSH_REQ		0xc
+#define SIWX_RDMAP_OP_FLUSH_RESP	0xd
+#define SIWX_RDMAP_OP_VERIFY_REQ	0xe	/* known, not implemented */
+#define SIWX_RDMAP_OP_VERIFY_RESP	0xf	/* known, not implemented */
+#define SIWX_RDMAP_OP_ATOMIC_WRITE_REQ	0x10
+/* -01's opcode table prints 0x11 wrongly; its message text says 0x11 */
+#define SIWX_RDMAP_OP_ATOMIC_WRITE_RESP	0x11
 /* the number of opcodes siwx knows (one past the last) */
-#define SIWX_RDMAP_OP_COUNT		0xc
+#define SIWX_RDMAP_OP_COUNT		0x12
 
 /* Read Request header (RFC 5040 section 4.4), 28 bytes */
 #define SIWX_RDMAP_READ_REQ_SIZE	28
@@ -181,6 +194,43 @@
 #define SIWX_RDMAP_ATOMIC_RESP_SIZE	12
 #define SIWX_ARESP_OFF_REQ_ID		0
 #define SIWX_ARESP_OFF_VALUE		4
+
+/*
+ * Flush Request (draft-talpey-rdma-commit-01 section 3.1), 20 bytes after
+ * the untagged DDP header: Data Sink STag, Length, Tagged Offset, then the
+ * Disposition Flags. The Flush Response (3.2) carries nothing.
+ */
+#define SIWX_RDMAP_FLUSH_REQ_SIZE	20
+#define SIWX_FREQ_OFF_STAG		0
+#define SIWX_FREQ_OFF_LEN		4
+#define SIWX_FREQ_OFF_TO		8
+#define SIWX_FREQ_OFF_DISP		16
+/* Disposition Flags: the draft's P and G (the reverse of verbs' values) */
+#define SIWX_FLUSH_DISP_P		0x00000001	/* persistence */
+#define SIWX_FLUSH_DISP_G		0x00000002	/* global visibility */
+/*
+ * Selectivity, which -01 leaves "to be added": siwx's choice, bits 5-4 as
+ * in InfiniBand's FETH. 0: the range given; 1: the whole region the STag
+ * names (Length and Tagged Offset ignored).
+ */
+#define SIWX_FLUSH_DISP_SEL_MASK	0x00000030
+#define SIWX_FLUSH_DISP_SEL_SHIFT	4
+#define SIWX_FLUSH_SEL_RANGE		0
+#define SIWX_FLUSH_SEL_MR		1
+#define SIWX_FLUSH_DISP_RSVD		0xffffffcc
+
+/*
+ * Atomic Write Request (draft-talpey-rdma-commit-01 section 3.5), 24
+ * bytes after the untagged DDP header: STag, Length (always 8), Tagged
+ * Offset (64-bit aligned), the 8 data bytes (placed as they are, in
+ * the order they arrive). The Atomic Write Response carries nothing.
+ */
+#define SIWX_RDMAP_ATOMIC_WRITE_REQ_SIZE	24
+#define SIWX_AWREQ_OFF_STAG		0
+#define SIWX_AWREQ_OFF_LEN		4
+#define SIWX_AWREQ_OFF_TO		8
+#define SIWX_AWREQ_OFF_DATA		16
+#define SIWX_ATOMIC_WRITE_SIZE		8
 
 /* Immediate Data (RFC 7306 section 6): 8 bytes after the DDP header */
 #define SIWX_RDMAP_IMM_SIZE		8
