@@ -6,7 +6,11 @@
 # MR on its /dev/dax0.0; VM a runs Write 4 KiB, Flush(persistent), Atomic
 # Write 8 bytes, Flush(persistent) into it (selftests/pmem/pmem_flush.c),
 # then has b's QEMU killed with SIGKILL. Here the host checks that b's
-# NVDIMM backing file holds exactly the record and the pointer. Prints TAP.
+# NVDIMM backing file holds exactly the record and the pointer, and in a's
+# capture of the connection (powerfail_a.sh) which messages carried the
+# sequence: Flush and Atomic Write Requests and their Responses on the
+# native path, 8-byte RDMA Read Requests and no Flush on the emulated one.
+# Prints TAP.
 #
 # Environment: SIWX_MODULE (both VMs; from run.sh), SELFTEST_DIR,
 # RDMA_PREFIX, SIWX_RESULTS (run.sh's results directory),
@@ -39,7 +43,7 @@ mkdir -p "$OUT"
 	--module "$MODULE" --peer-module "$MODULE" \
 	--share "$SDIR" --share "$PREFIX" --out "$OUT" \
 	--timeout "${SIWX_POWERFAIL_TIMEOUT:-420}" \
-	--peer-cmd "SIWX_PMEM_MODE=$MODE $PROG" -- "SIWX_PMEM_MODE=$MODE $PROG" \
+	--peer-cmd "SIWX_PMEM_MODE=$MODE $PROG" -- "SIWX_PMEM_MODE=$MODE $HERE/powerfail_a.sh $PROG" \
 	> "$OUT.log" 2>&1
 rc=$?
 echo "# tools/vm/run exit $rc (log $OUT.log)"
@@ -52,9 +56,12 @@ check "VM b never reached its teardown (no status, no dmesg)" \
 	[ ! -e "$OUT/b/status" ] && [ ! -e "$OUT/b/dmesg.txt" ]
 
 # the bytes in the backing file against what a wrote
-python3 - "$OUT" <<'PY'
+PYTHONPATH=$TOP/selftests/lib python3 - "$OUT" "${SIWX_PMEM_PORT:-18520}" <<'PY'
+import collections
 import sys
-out = sys.argv[1]
+import iwarp_capture as C
+import siwx_wire as W
+out, port = sys.argv[1], int(sys.argv[2])
 n = 3
 def tap(ok, what):
     global n
@@ -82,6 +89,34 @@ if not ok and len(got) >= 4096:
 tap(len(ptr) == 8 and got[4096:4104] == ptr,
     "backing file: the 8-byte pointer (file %s, expected %s)" % (got[4096:4104].hex(), ptr.hex()))
 tap(got[4104:8192] == bytes(4088), "backing file: nothing else written after the pointer")
+
+# the wire, from a's capture: which operations carried the sequence
+path = dict(l.split("=", 1) for l in exp).get("path", "?")
+try:
+    conns = C.decode(out + "/a/powerfail.pcap", port)
+except Exception as e:
+    conns = []
+    print("# capture: %s" % e)
+if tap(len(conns) == 1 and conns[0]["rep"] is not None,
+       "capture: one MPA connection to port %d (%d found)" % (port, len(conns))):
+    c = conns[0]
+    up = collections.Counter(d["op"] for d in c["fpdus_i"] if d.get("complete"))
+    down = collections.Counter(d["op"] for d in c["fpdus_r"] if d.get("complete"))
+    name = lambda k: "0x%x" % k
+    print("# a->b opcodes: %s" % dict((name(k), v) for k, v in sorted(up.items())))
+    print("# b->a opcodes: %s" % dict((name(k), v) for k, v in sorted(down.items())))
+    fl, aw = W.RDMAP_OP_FLUSH_REQ, W.RDMAP_OP_ATOMIC_WRITE_REQ
+    rrq = W.RDMAP_OP_READ_REQ
+    if path == "native":
+        tap(up[fl] == 2 and up[aw] == 1,
+            "native: 2 Flush Requests and 1 Atomic Write Request from a (%d, %d)" % (up[fl], up[aw]))
+        tap(down[W.RDMAP_OP_FLUSH_RESP] == 2 and down[W.RDMAP_OP_ATOMIC_WRITE_RESP] == 1,
+            "native: 2 Flush Responses and 1 Atomic Write Response from b")
+        tap(up[rrq] == 0, "native: no RDMA Read Request (no emulation)")
+    else:
+        sizes = [d.get("size") for d in c["fpdus_i"] if d["op"] == rrq]
+        tap(sizes == [8, 8], "emulated: two 8-byte RDMA Read Requests (%s)" % sizes)
+        tap(up[fl] == 0 and up[aw] == 0, "emulated: no Flush or Atomic Write Request on the wire")
 print("1..%d" % n)
 sys.exit(0)
 PY
