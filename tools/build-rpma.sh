@@ -51,7 +51,9 @@ if [ "$(cat "$work/src.stamp" 2>/dev/null)" != "$RPMA_SHA256" ]; then
 	rm -rf "$work/build"
 fi
 
-# libpmem2 (Debian 12: libpmem2-dev) lets the examples map a devdax device
+# the examples map a pmem path (a devdax device) only when built with
+# libpmem (USE_LIBPMEM); without it they use DRAM
+pkg-config --exists libpmem || die "libpmem not found (apt-get install libpmem-dev): the examples need it for a pmem path"
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix"
 	-DBUILD_TESTS=OFF -DBUILD_DOC=OFF -DBUILD_EXAMPLES=ON -DBUILD_DEVELOPER_MODE=OFF
 	-DCMAKE_INSTALL_RPATH="$prefix/lib;$rdma/lib" -DCMAKE_BUILD_RPATH="$rdma/lib")
