@@ -20,7 +20,7 @@ KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
 DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
-.PHONY: all deps stage modules siwx upstream rdma-core selftests check demo bench \
+.PHONY: all deps stage modules siwx upstream rdma-core rpma selftests check demo bench \
 	install install-modules install-userspace checkpatch series-check upstream-series clean distclean \
 	help ktest
 
@@ -32,6 +32,7 @@ help:
 	@echo "make deps        install the Debian packages siwx needs (idempotent)"
 	@echo "make modules     build build/siwx/siw.ko and build/upstream/siw.ko"
 	@echo "make rdma-core   build the patched rdma-core into build/rdma-core/prefix"
+	@echo "make rpma        build librpma 1.3.0 and its examples into build/rpma (not part of check)"
 	@echo "make selftests   build the test programs"
 	@echo "make checkpatch  run the kernel's checkpatch on patches and our files"
 	@echo "make series-check build siw.ko and checkpatch --strict after every kernel patch"
@@ -68,6 +69,11 @@ ktest: $(DEPS_OK)
 
 rdma-core: $(DEPS_OK)
 	@$(TOP)/tools/build-rdma-core.sh $(BUILD)/rdma-core $(RDMA_PREFIX)
+
+# librpma 1.3.0 and its examples against our rdma-core (suite rpma; not
+# part of check: a download and a build of its own)
+rpma: rdma-core
+	@$(TOP)/tools/build-rpma.sh $(BUILD)/rpma $(RDMA_PREFIX) $(BUILD)/rpma/prefix
 
 selftests: rdma-core stage ktest
 	$(MAKE) -C $(TOP)/selftests O=$(BUILD)/selftests RDMA_PREFIX=$(RDMA_PREFIX) KSFT_DIR=$(KSFT_DIR)

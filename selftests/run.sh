@@ -84,6 +84,7 @@ table() {
 		pair) where="pair: ${SUITE[$s:pairs]// /, }" ;;
 		host) where="host" ;;
 		esac
+		[ -z "${SUITE[$s:pmem]}" ] || where="$where, pmem ${SUITE[$s:pmem]}"
 		t=${SUITE[$s:timeout]}
 		[ "$t" = 0 ] && t=none || t="$t s"
 		echo "| \`$s\` | \`${SUITE[$s:file]#"$TOP"/}\` | $where | $t | ${SUITE[$s:default]} |"
@@ -171,12 +172,14 @@ guest_cmd() {
 if [ "$DRY" = 1 ]; then
 	if [ ${#single[@]} -gt 0 ]; then
 		guest_cmd cmd '' "${single[@]}"
-		echo "boot single (module $SIWX_MODULE, limit ${VM_TIMEOUT}s): ${single[*]}"
+		suites_pmem "${single[@]}"
+		echo "boot single (module $SIWX_MODULE, limit ${VM_TIMEOUT}s${REPLY:+, pmem $REPLY}): ${single[*]}"
 		echo "  guest: $cmd"
 	fi
 	if [ ${#single_up[@]} -gt 0 ]; then
 		guest_cmd cmd '' "${single_up[@]}"
-		echo "boot single-upstream (module $SIWX_UPSTREAM_MODULE, limit ${VM_TIMEOUT}s): ${single_up[*]}"
+		suites_pmem "${single_up[@]}"
+		echo "boot single-upstream (module $SIWX_UPSTREAM_MODULE, limit ${VM_TIMEOUT}s${REPLY:+, pmem $REPLY}): ${single_up[*]}"
 		echo "  guest: $cmd"
 	fi
 	for order in "${orders[@]}"; do
@@ -185,7 +188,8 @@ if [ "$DRY" = 1 ]; then
 			case " ${SUITE[$s:pairs]} " in *" $order "*) psuites+=("$s") ;; esac
 		done
 		guest_cmd cmd "$order" "${psuites[@]}"
-		echo "boot pair-$order (a: $(module_of "${order%-*}"), b: $(module_of "${order#*-}"), limit ${PAIR_TIMEOUT}s): ${psuites[*]}"
+		suites_pmem "${psuites[@]}"
+		echo "boot pair-$order (a: $(module_of "${order%-*}"), b: $(module_of "${order#*-}"), limit ${PAIR_TIMEOUT}s${REPLY:+, pmem $REPLY in b}): ${psuites[*]}"
 		echo "  guest: $cmd"
 	done
 	for s in "${host[@]}"; do
@@ -288,10 +292,12 @@ T_START=$(date +%s)
 # ---------------------------------------------------------------- single VM
 # boot_single NAME MODULE WHAT SUITE...: one single-VM boot
 boot_single() {
-	local name=$1 module=$2 what=$3 dir=$RES/$1 t0 rc cmd s; shift 3
+	local name=$1 module=$2 what=$3 dir=$RES/$1 t0 rc cmd s pm=(); shift 3
 	guest_cmd cmd '' "$@"
+	suites_pmem "$@"
+	[ -z "$REPLY" ] || pm=(--pmem "$REPLY")
 	t0=$(date +%s)
-	"$VMRUN" "${VM_OPTS[@]}" --module "$module" --timeout "$VM_TIMEOUT" --out "$dir" \
+	"$VMRUN" "${VM_OPTS[@]}" "${pm[@]}" --module "$module" --timeout "$VM_TIMEOUT" --out "$dir" \
 		-- "$cmd" > "$dir.log" 2>&1
 	rc=$?
 	echo "    ($*: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
@@ -327,7 +333,10 @@ if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 		echo "--- pair $order (a: $ma, b: $mb): ${psuites[*]}"
 		t0=$(date +%s)
 		guest_cmd cmd "$order" "${psuites[@]}"
-		"$VMRUN" "${VM_OPTS[@]}" --pair --module "$ma" --peer-module "$mb" \
+		suites_pmem "${psuites[@]}"
+		pm=()
+		[ -z "$REPLY" ] || pm=(--pmem "$REPLY")
+		"$VMRUN" "${VM_OPTS[@]}" "${pm[@]}" --pair --module "$ma" --peer-module "$mb" \
 			--timeout "$PAIR_TIMEOUT" --out "$dir" --peer-cmd "$cmd" -- "$cmd" \
 			> "$dir.log" 2>&1
 		rc=$?
@@ -353,7 +362,11 @@ if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 		t0=$(date +%s)
 		var=SIWX_SUITE_TIMEOUT_${s//-/_}
 		limit=${!var:-${SUITE[$s:timeout]}}
-		SIWX_RESULTS=$RES timeout -k 10 "$limit" "${hcmd[@]}" \
+		# what a host suite that boots VMs of its own (tools/vm/run)
+		# needs: the modules and build outputs of this run
+		SIWX_RESULTS=$RES SIWX_MODULE=$SIWX_MODULE SIWX_UPSTREAM_MODULE=$SIWX_UPSTREAM_MODULE \
+		RDMA_PREFIX=$RDMA_PREFIX SELFTEST_DIR=$SELFTEST_DIR \
+			timeout -k 10 "$limit" "${hcmd[@]}" \
 			> "$RES/$s.tap" 2> "$RES/$s.log" < /dev/null
 		rc=$?
 		echo "    ($s: $(( $(date +%s) - t0 ))s, ${hcmd[0]##*/} exit $rc, log $RES/$s.log)"

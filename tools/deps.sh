@@ -24,6 +24,8 @@ pkgs=(
 	libibverbs-dev librdmacm-dev
 	# test VMs and tools run inside them
 	qemu-system-x86 busybox-static iproute2 perftest tshark tcpdump iperf3
+	# emulated NVDIMMs in the test VMs (tools/vm/run --pmem): the guest runs the host's ndctl
+	ndctl
 	# make bench plots
 	gnuplot-nox
 )

@@ -14,6 +14,8 @@
 #	nothing is dropped while the guest is busy. Returns 0 once dumpcap
 #	captures (at most 30 s), 1 otherwise; CAP_LOG says why.
 #	Sets CAP_FILE (the local capture), CAP_LOG ($OUT/NAME.log, kept).
+#	CAP_IFACE: capture on that interface instead (e.g. $SIWX_NETDEV0 of
+#	a pair VM).
 #   cap_stop [PCAP]
 #	Waits until the capture file has not grown for 2 s (at most 60 s),
 #	stops dumpcap and copies the capture to PCAP (default $OUT/NAME.pcap),
@@ -42,7 +44,7 @@ cap_start() {	# NAME FILTER [DUMPCAP-OPTION...]
 	: > "$CAP_LOG"
 	CAP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX") || return 1
 	CAP_FILE=$CAP_DIR/capture.pcap
-	"$DUMPCAP" -i lo -B 64 "$@" -f "$filter" -w "$CAP_FILE" \
+	"$DUMPCAP" -i "${CAP_IFACE:-lo}" -B 64 "$@" -f "$filter" -w "$CAP_FILE" \
 		2>>"$CAP_LOG" &
 	CAP_PID=$!
 	local _

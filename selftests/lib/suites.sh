@@ -27,6 +27,11 @@
 #                   ones, these reach the guest too)
 #   order=N         place in the default run and in --list (default 1000;
 #                   equal places by name)
+#   pmem=SIZE       the boot it runs in gets an emulated NVDIMM of SIZE
+#                   (e.g. 64M; tools/vm/run --pmem; in a pair boot VM b's):
+#                   devdax $SIWX_PMEM_DEV, its backing file $SIWX_PMEM_FILE
+#                   at $SIWX_PMEM_OFFSET. A boot of several such suites gets
+#                   the largest; a boot of none, no NVDIMM (default: none)
 #
 # suites_load DIR: reads DIR/*/settings and DIR/*/*.settings into
 #   SUITE_NAMES   the suites, in no particular order
@@ -36,7 +41,7 @@
 # and $TOP replaced, in REPLY (SUITE_BIN, SUITE_STOCK, SUITE_KMOD,
 # SUITE_TOOLS and SUITE_TOP give the values).
 
-SUITE_KEYS='timeout cmd topology pairs default needs env order'
+SUITE_KEYS='timeout cmd topology pairs default needs env order pmem'
 SUITE_PAIR_ORDERS='ours-upstream upstream-ours ours-ours upstream-upstream'
 declare -gA SUITE=()
 SUITE_NAMES=() SUITE_ERRORS=()
@@ -66,6 +71,7 @@ suites_load() {
 		SUITE[$name:timeout]=120 SUITE[$name:cmd]= SUITE[$name:topology]=single
 		SUITE[$name:pairs]='ours-upstream upstream-ours' SUITE[$name:default]=on
 		SUITE[$name:needs]= SUITE[$name:env]= SUITE[$name:order]=1000
+		SUITE[$name:pmem]=
 		while IFS= read -r line || [ -n "$line" ]; do
 			case $line in ''|'#'*) continue ;; esac
 			key=${line%%=*} val=${line#*=}
@@ -85,6 +91,12 @@ suites_load() {
 			SUITE_ERRORS+=("$f: order=${SUITE[$name:order]}: a number wanted") ;;
 		esac
 		[ -n "${SUITE[$name:cmd]}" ] || SUITE_ERRORS+=("$f: no cmd=")
+		case ${SUITE[$name:pmem]} in
+		'') ;;
+		*[!0-9]*[MG]|*[!0-9MG]*|[MG]) SUITE_ERRORS+=("$f: pmem=${SUITE[$name:pmem]}: a size like 64M or 1G") ;;
+		esac
+		[ -z "${SUITE[$name:pmem]}" ] || [ "${SUITE[$name:topology]}" != host ] ||
+			SUITE_ERRORS+=("$f: pmem= is for suites that run in a VM")
 		case ${SUITE[$name:topology]} in single|single-upstream|pair|host) ;;
 		*) SUITE_ERRORS+=("$f: topology=${SUITE[$name:topology]}: single, single-upstream, pair or host") ;;
 		esac
@@ -104,6 +116,23 @@ suites_load() {
 	done
 	[ ${#SUITE_NAMES[@]} -gt 0 ] || SUITE_ERRORS+=("$src: no */settings or */*.settings")
 	[ ${#SUITE_ERRORS[@]} -eq 0 ]
+}
+
+# suites_pmem SUITE...: the NVDIMM size their boot needs (the largest
+# pmem= of them, in MB, as "NM"), or nothing, in REPLY
+suites_pmem() {
+	local s v mb=0
+	for s in "$@"; do
+		v=${SUITE[$s:pmem]}
+		case $v in
+		'') continue ;;
+		*G) v=$(( ${v%G} * 1024 )) ;;
+		*M) v=${v%M} ;;
+		esac
+		[ "$v" -le "$mb" ] || mb=$v
+	done
+	REPLY=
+	[ "$mb" = 0 ] || REPLY=${mb}M
 }
 
 suite_expand() {
