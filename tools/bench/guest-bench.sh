@@ -340,37 +340,54 @@ perftest_point() {
 	fi
 }
 
-# imm_fail REP KIND NOTE: every imm_bench point of KIND failed.
-imm_fail() {
+# owns TOOL TEST: TEST is one of the points TOOL (imm_bench)
+# measures in one run.
+owns() {
+	case $1 in
+	imm_bench) bench_is_imm "$2" ;;
+	*) return 1 ;;
+	esac
+}
+
+# tool_fail TOOL REP KIND NOTE: every TOOL point of KIND failed.
+tool_fail() {
 	local t s
 	while read -r t s; do
-		bench_is_imm "$t" || continue
-		sample "$1" "$2" "$t" "$s" "$(bench_main_metric "$t")" fail "" "$3"
-	done <<< "$(bench_points "$2")"
+		owns "$1" "$t" || continue
+		sample "$2" "$3" "$t" "$s" "$(bench_main_metric "$t")" fail "" "$4"
+	done <<< "$(bench_points "$3")"
 	FAILS=$((FAILS + 1))
 }
 
-# imm_point REP KIND: one imm_bench run (server on the kind's address 0,
-# client on address 1), every write_imm/write_poll/write_send point of KIND.
-imm_point() {
-	local rep=$1 kind=$2 a0 pre=() port slog clog try spid crc f kw tt ss rest note=
-	local t s k n=0 lim=$BENCH_IMM_TIMEOUT
+# tool_point TOOL REP KIND: one run of our own TOOL (server on the kind's
+# address 0, client on address 1), every point of KIND it measures:
+#   imm_bench    the write_imm/write_poll/write_send points
+tool_point() {
+	local tool=$1 rep=$2 kind=$3 a0 pre=() port slog clog try spid crc f kw tt ss rest note=
+	local t s k n=0 lim prog=$TOP/build/bench/$1 sargs=() cargs=()
 	local -A r=() seen=()
 	case $kind in
 	siwx | upstream) a0=$SIW_A0 pre=(ip netns exec "$NS1") ;;
 	rxe) a0=$RXE_A0 ;;
 	esac
+	case $tool in
+	imm_bench)
+		lim=$BENCH_IMM_TIMEOUT
+		cargs=(-l "${BENCH_IMM_LAT_SIZES// /,}" -n "$BENCH_LAT_ITERS"
+			-b "${BENCH_BW_SIZES// /,}" -B "$BENCH_BW_BYTES"
+			-m "$BENCH_BW_MIN_ITERS" -M "$BENCH_BW_MAX_ITERS" -r "$BENCH_IMM_ROUNDS") ;;
+	esac
 	if [ -n "${KIND_BROKEN[$kind]:-}" ]; then
 		SEQ=$((SEQ + 1))
-		imm_fail "$rep" "$kind" "${KIND_BROKEN[$kind]}"
+		tool_fail "$tool" "$rep" "$kind" "${KIND_BROKEN[$kind]}"
 		return
 	fi
 	for ((try = 1; try <= 3; try++)); do
 		SEQ=$((SEQ + 1))
 		port=$((20000 + SEQ))
-		printf -v f '%s/%04d-r%d-%s-imm_bench' "$LOGS" "$SEQ" "$rep" "$kind"
+		printf -v f '%s/%04d-r%d-%s-%s' "$LOGS" "$SEQ" "$rep" "$kind" "$tool"
 		slog=$f.server.txt clog=$f.client.txt
-		"$IMM" -s -a "$a0" -p "$port" > "$slog" 2>&1 &
+		"$prog" -s -a "$a0" -p "$port" "${sargs[@]}" > "$slog" 2>&1 &
 		spid=$!
 		if ! wait_listen "$kind" "$port" "$spid"; then
 			note="server did not listen (try $try)"
@@ -378,11 +395,7 @@ imm_point() {
 			continue
 		fi
 		[ "$kind" = rxe ] && nap 0.5
-		timeout -k 5 "$lim" "${pre[@]}" "$IMM" -c "$a0" -p "$port" \
-			-l "${BENCH_IMM_LAT_SIZES// /,}" -n "$BENCH_LAT_ITERS" \
-			-b "${BENCH_BW_SIZES// /,}" -B "$BENCH_BW_BYTES" \
-			-m "$BENCH_BW_MIN_ITERS" -M "$BENCH_BW_MAX_ITERS" \
-			-r "$BENCH_IMM_ROUNDS" > "$clog" 2>&1
+		timeout -k 5 "$lim" "${pre[@]}" "$prog" -c "$a0" -p "$port" "${cargs[@]}" > "$clog" 2>&1
 		crc=$?
 		reap "$spid" 20
 		if [ "$crc" = 0 ] && [ "$RC" = 0 ]; then
@@ -390,12 +403,12 @@ imm_point() {
 			break
 		fi
 		note="client $(status_text "$crc"), server $(status_text "$RC") (try $try)"
-		say "$kind imm_bench rep $rep: $note; logs $f.*"
-		[ "$try" -lt 3 ] && say "$kind imm_bench rep $rep: again"
+		say "$kind $tool rep $rep: $note; logs $f.*"
+		[ "$try" -lt 3 ] && say "$kind $tool rep $rep: again"
 	done
 	if [ -n "$note" ]; then
-		say "FAILED: $kind imm_bench rep $rep: $note; logs $f.*"
-		imm_fail "$rep" "$kind" "$note"
+		say "FAILED: $kind $tool rep $rep: $note; logs $f.*"
+		tool_fail "$tool" "$rep" "$kind" "$note"
 		return
 	fi
 	[ "$try" -gt 1 ] && note="; try $try"
@@ -423,17 +436,17 @@ imm_point() {
 			sample "$rep" "$kind" "$t" "$s" "$(bench_main_metric "$t")" n/a "" "${rest:-no reason given}"
 			seen["$t $s"]=1
 			;;
-		ratio) say "$kind imm_bench: $tt $ss $rest" ;;
+		ratio) say "$kind $tool: $tt $ss $rest" ;;
 		esac
 	done < "$clog"
 	while read -r t s; do
-		bench_is_imm "$t" || continue
+		owns "$tool" "$t" || continue
 		[ -n "${seen["$t $s"]:-}" ] && continue
 		sample "$rep" "$kind" "$t" "$s" "$(bench_main_metric "$t")" fail "" "no result line in $clog"
 		n=$((n + 1))
 	done <<< "$(bench_points "$kind")"
 	if [ "$n" != 0 ]; then
-		say "FAILED: $kind imm_bench rep $rep: $n points without a result"
+		say "FAILED: $kind $tool rep $rep: $n points without a result"
 		FAILS=$((FAILS + 1))
 	fi
 }
@@ -527,11 +540,12 @@ kind_block() {
 	while read -r t s; do
 		if [ "$kind" = tcp ]; then
 			tcp_point "$rep" "$t"
-		elif ! bench_is_imm "$t"; then
+		elif ! owns imm_bench "$t"; then
 			perftest_point "$rep" "$kind" "$t" "$s"
 		fi
 	done <<< "$(bench_points "$kind")"
-	[ "$kind" = tcp ] || imm_point "$rep" "$kind"
+	[ "$kind" = tcp ] && return
+	tool_point imm_bench "$rep" "$kind"
 }
 
 # ---------------------------------------------------------------- main
