@@ -20,7 +20,10 @@
 #
 # Every RDMA kind runs its perftest points, then one tools/bench/imm_bench
 # (RDMA Write with Immediate against RDMA Write and Write + Send, all on one
-# connection) that yields all of its write_imm/write_poll/write_send points.
+# connection) that yields all of its write_imm/write_poll/write_send points,
+# then one tools/bench/flush_bench (RDMA Flush, Atomic Write and the commit
+# pipeline against Read, Write and the emulation, on one connection; on the
+# first devdax device, if there is one) that yields all of its points.
 #
 # Repetition r runs the kinds in the order of BENCH_KINDS when r is odd and in
 # the reverse order when r is even (A B C D D C B A ...): linear drift hits all
@@ -43,6 +46,7 @@ KO_siwx=$TOP/build/siwx/siw.ko
 KO_upstream=$TOP/build/upstream/siw.ko
 PP=$TOP/build/bench/tcp_pingpong
 IMM=$TOP/build/bench/imm_bench
+FLUSH=$TOP/build/bench/flush_bench
 NS1=${SIWX_NETNS1:?run me with tools/vm/run --netns}
 OUT=$SIWX_RESULTS/bench
 LOGS=$OUT/logs
@@ -340,11 +344,12 @@ perftest_point() {
 	fi
 }
 
-# owns TOOL TEST: TEST is one of the points TOOL (imm_bench)
+# owns TOOL TEST: TEST is one of the points TOOL (imm_bench, flush_bench)
 # measures in one run.
 owns() {
 	case $1 in
 	imm_bench) bench_is_imm "$2" ;;
+	flush_bench) bench_is_flush "$2" ;;
 	*) return 1 ;;
 	esac
 }
@@ -362,6 +367,8 @@ tool_fail() {
 # tool_point TOOL REP KIND: one run of our own TOOL (server on the kind's
 # address 0, client on address 1), every point of KIND it measures:
 #   imm_bench    the write_imm/write_poll/write_send points
+#   flush_bench  the Flush/Atomic Write points (server -P $PMEM if the
+#                guest has a devdax device)
 tool_point() {
 	local tool=$1 rep=$2 kind=$3 a0 pre=() port slog clog try spid crc f kw tt ss rest note=
 	local t s k n=0 lim prog=$TOP/build/bench/$1 sargs=() cargs=()
@@ -376,6 +383,10 @@ tool_point() {
 		cargs=(-l "${BENCH_IMM_LAT_SIZES// /,}" -n "$BENCH_LAT_ITERS"
 			-b "${BENCH_BW_SIZES// /,}" -B "$BENCH_BW_BYTES"
 			-m "$BENCH_BW_MIN_ITERS" -M "$BENCH_BW_MAX_ITERS" -r "$BENCH_IMM_ROUNDS") ;;
+	flush_bench)
+		lim=$BENCH_FLUSH_TIMEOUT
+		[ -n "$PMEM" ] && sargs=(-P "$PMEM")
+		cargs=(-n "$BENCH_LAT_ITERS" -r "$BENCH_FLUSH_ROUNDS") ;;
 	esac
 	if [ -n "${KIND_BROKEN[$kind]:-}" ]; then
 		SEQ=$((SEQ + 1))
@@ -540,12 +551,13 @@ kind_block() {
 	while read -r t s; do
 		if [ "$kind" = tcp ]; then
 			tcp_point "$rep" "$t"
-		elif ! owns imm_bench "$t"; then
+		elif ! owns imm_bench "$t" && ! owns flush_bench "$t"; then
 			perftest_point "$rep" "$kind" "$t" "$s"
 		fi
 	done <<< "$(bench_points "$kind")"
 	[ "$kind" = tcp ] && return
 	tool_point imm_bench "$rep" "$kind"
+	tool_point flush_bench "$rep" "$kind"
 }
 
 # ---------------------------------------------------------------- main
@@ -572,6 +584,17 @@ echo 0 > /proc/sys/debug/exception-trace 2>/dev/null ||
 
 [ -x "$PP" ] || { say "missing $PP (built by bench.sh)"; exit 2; }
 [ -x "$IMM" ] || { say "missing $IMM (built by bench.sh)"; exit 2; }
+[ -x "$FLUSH" ] || { say "missing $FLUSH (built by bench.sh)"; exit 2; }
+# flush_bench's server memory: a devdax device (tools/vm/run --pmem, an
+# emulated NVDIMM: $SIWX_PMEM_DEV; else the first there is) makes the
+# persistent Flush points measurable; without one they are n/a with
+# flush_bench's reason.
+PMEM=${SIWX_PMEM_DEV:-}
+[ -c "$PMEM" ] || PMEM=
+for f in /dev/dax*; do
+	[ -z "$PMEM" ] && [ -c "$f" ] && PMEM=$f
+done
+say "flush_bench server memory: ${PMEM:-anonymous (no devdax device: persistent Flush n/a)}"
 ATOMIC_CHECKED[siwx]=1
 atomic_check siwx siw0
 if ! setup_rxe >> "$LOGS/setup-rxe.txt" 2>&1; then
