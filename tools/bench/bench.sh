@@ -87,30 +87,7 @@ rm -f "$OUT"/samples.csv "$OUT"/summary.csv "$OUT"/summary.txt "$OUT"/report.md 
 	"$OUT"/machine.txt "$OUT"/hostload.txt "$OUT"/plots.txt "$OUT"/logs
 
 {
-	echo "mode=$BENCH"
-	echo "reps=$BENCH_REPS"
-	echo "kinds=$BENCH_KINDS"
-	echo "rdma_kinds=$BENCH_RDMA_KINDS"
-	echo "lat_tests=$BENCH_LAT_TESTS"
-	echo "bw_tests=$BENCH_BW_TESTS"
-	echo "bw_sizes=$BENCH_BW_SIZES"
-	echo "lat_size=$BENCH_LAT_SIZE"
-	echo "atomic_size=$BENCH_ATOMIC_SIZE"
-	echo "tcp_bw_size=$BENCH_TCP_BW_SIZE"
-	echo "lat_iters=$BENCH_LAT_ITERS"
-	echo "bw_bytes=$BENCH_BW_BYTES"
-	echo "bw_iters=$BENCH_BW_MIN_ITERS..$BENCH_BW_MAX_ITERS"
-	echo "tcp_secs=$BENCH_TCP_SECS"
-	echo "pp_iters=$BENCH_PP_ITERS"
-	echo "imm_lat_tests=$BENCH_IMM_LAT_TESTS"
-	echo "imm_bw_tests=$BENCH_IMM_BW_TESTS"
-	echo "imm_lat_sizes=$BENCH_IMM_LAT_SIZES"
-	echo "imm_rounds=$BENCH_IMM_ROUNDS"
-	echo "flush_tests=$BENCH_FLUSH_TESTS"
-	echo "flush_sizes=$BENCH_FLUSH_SIZES"
-	echo "flush_ratios=$BENCH_FLUSH_RATIOS"
-	echo "flush_pipe_target=$BENCH_FLUSH_PIPE_TARGET"
-	echo "flush_rounds=$BENCH_FLUSH_ROUNDS"
+	bench_meta
 	echo "pmem=$PMEM_NOTE"
 } > "$OUT/meta.txt"
 
