@@ -22,6 +22,11 @@
 #                            list; kernel_problems.py reads the same one
 #   tap.report               lib/tap.sh shows each failure with its
 #                            diagnostics, before or after its "not ok" line
+#   bench.check_report       tools/bench/check-report.sh passes a complete
+#                            report (report.py's, from samples of the whole
+#                            matrix) and fails one without the flush_bench
+#                            section, a ratio row or cell, a table row, or
+#                            with n/a where a point must be measured
 
 set -u
 # HERE: selftests/ (this script is suite runner's, in selftests/runner/)
@@ -250,14 +255,92 @@ t_tap_report() {
 	return "$bad"
 }
 
+# bench_fixture DIR [KIND TEST]: DIR/meta.txt and DIR/samples.csv of a
+# BENCH=quick run in which every point was measured, except that upstream
+# lacks what a device may lack (n/a) and KIND's TEST is n/a too.
+bench_fixture() {
+	(
+	# shellcheck source=tools/bench/bench.conf
+	. "$TOP/tools/bench/bench.conf"
+	bench_config quick
+	bench_meta > "$1/meta.txt"
+	local rep k t s m ms seq=0
+	exec > "$1/samples.csv"
+	echo "seq,rep,kind,test,size,metric,value,unit,wall_s,note"
+	for ((rep = 1; rep <= BENCH_REPS; rep++)); do
+		for k in $BENCH_KINDS; do
+			while read -r t s; do
+				seq=$((seq + 1))
+				if { [ "$k" = upstream ] && bench_may_be_na "$t"; } ||
+				   [ "$k $t" = "${2:-} ${3:-}" ]; then
+					echo "$seq,$rep,$k,$t,$s,$(bench_main_metric "$t"),n/a,,1.0,fixture: not supported"
+					continue
+				fi
+				case $t in
+				tcp_rtt) ms="oneway_median_us rtt_median_us rtt_min_us rtt_p99_us" ;;
+				tcp_bw) ms=bw_MiBps ;;
+				*_lat) ms="lat_typical_us lat_avg_us lat_min_us lat_p99_us" ;;
+				*) ms="bw_avg_MiBps msg_rate_Mpps" ;;
+				esac
+				for m in $ms; do
+					echo "$seq,$rep,$k,$t,$s,$m,$((seq % 90 + 10)).$rep,x,1.0,fixture"
+				done
+			done <<< "$(bench_points "$k")"
+		done
+	done
+	) && python3 "$TOP/tools/bench/report.py" "$1" > /dev/null
+}
+
+t_check_report() {
+	local bad=0 d=$TMP/bench out v
+	# cr DIR pass|fail [PATTERN]: check-report's verdict on DIR; a failure
+	# must be a "not ok" line matching PATTERN
+	cr() {
+		local rc
+		out=$("$TOP/tools/bench/check-report.sh" "$1" 2>&1)
+		rc=$?
+		if [ "$2" = pass ] && [ "$rc" != 0 ]; then
+			echo "$1: check-report fails a complete report:"
+			grep -A3 '^not ok' <<< "$out"
+			bad=1
+		elif [ "$2" = fail ] && [ "$rc" = 0 ]; then
+			echo "$1: check-report passes it ($3)"
+			bad=1
+		elif [ "$2" = fail ] && ! grep -q "^not ok .*$3" <<< "$out"; then
+			echo "$1: check-report fails, but not on '$3':"
+			grep '^not ok' <<< "$out"
+			bad=1
+		fi
+	}
+	mkdir -p "$d/ok" "$d/na-flush" "$d/na-read8" || return 1
+	bench_fixture "$d/ok" || { echo "cannot make the fixture"; return 1; }
+	cr "$d/ok" pass
+	grep -q '^| pipe_p_lat/read8_lat | ≤ 1.3 | [0-9][^|]* | n/a | [0-9][^|]* |$' "$d/ok/report.md" ||
+		{ echo "ok: no pipe_p_lat/read8_lat ratio row with siwx, upstream (n/a), rxe"; bad=1; }
+	for v in "no-section:/^### RDMA Flush and Atomic Write (tools\/bench\/flush_bench)\$/d:flush_bench section" \
+		 "no-ratio:/^| pipe_p_lat\/read8_lat |/d:flush_bench ratio table complete" \
+		 "no-cell:s/^\(| flush_g_lat\/read8_lat | .*\) | [^|]* |\$/\1 |/:flush_bench ratio table complete" \
+		 "no-row:/^| atomic_write_lat | 8 B |/d:atomic_write_lat 8 B: row in report.md"; do
+		IFS=: read -r n e p <<< "$v"
+		cp -r "$d/ok" "$d/$n"
+		sed -i "$e" "$d/$n/report.md"
+		cmp -s "$d/ok/report.md" "$d/$n/report.md" && { echo "$n: sed '$e' changed nothing"; bad=1; }
+		cr "$d/$n" fail "$p"
+	done
+	bench_fixture "$d/na-flush" siwx flush_g_lat && cr "$d/na-flush" pass
+	bench_fixture "$d/na-read8" siwx read8_lat && cr "$d/na-read8" fail "siwx read8_lat 8 B: n/a allowed"
+	return "$bad"
+}
+
 echo "TAP version 13"
-echo "1..6"
+echo "1..7"
 check settings.valid t_settings
 check env.reaches_guest t_env
 check env.runner_vars_stay t_runner_vars
 check docs.suite_table t_docs
 check kernel_problems.patterns t_kernel_problems
 check tap.report t_tap_report
+check bench.check_report t_check_report
 if [ "$FAILED" = 0 ]; then
 	echo "# runner checks ok"
 else

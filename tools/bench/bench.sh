@@ -8,11 +8,14 @@
 #   KVER=...          guest kernel (default: tools/vm/run's default)
 #   BENCH_OUT=DIR     report directory (default build/bench)
 #   BENCH_QUIET=1     do not stream the guest console
+#   BENCH_PMEM=SIZE   the guest's emulated NVDIMM (devdax) for flush_bench's
+#                     persistent points (default 128M; 0: none, those are n/a)
 #
 # Needs build/siwx/siw.ko, build/upstream/siw.ko, build/rdma-core/prefix
 # (make modules rdma-core), perftest, iperf3, cc, python3; gnuplot for plots.
-# Builds build/bench/tcp_pingpong and build/bench/imm_bench, boots one VM (tools/vm/run --netns) that
-# runs tools/bench/guest-bench.sh, then writes into BENCH_OUT:
+# Builds build/bench/tcp_pingpong, build/bench/imm_bench and
+# build/bench/flush_bench, boots one VM (tools/vm/run --netns) that runs
+# tools/bench/guest-bench.sh, then writes into BENCH_OUT:
 #   samples.csv  every raw sample        summary.csv  median/min/max per point
 #   report.md    the tables              summary.txt  what is printed at the end
 #   *.png        plots                   meta.txt, machine.txt, guest.txt
@@ -39,20 +42,38 @@ for c in ib_write_lat ib_write_bw ib_atomic_lat iperf3 cc; do
 	command -v "$c" >/dev/null || die "missing $c (make deps)"
 done
 
+# The persistent Flush points need a devdax device at flush_bench's server:
+# tools/vm/run --pmem (an emulated NVDIMM; it needs ndctl on the host).
+# Without one they are n/a, with flush_bench's reason.
+BENCH_PMEM=${BENCH_PMEM-128M}
+PMARGS=()
+if [ -z "$BENCH_PMEM" ] || [ "$BENCH_PMEM" = 0 ]; then
+	PMEM_NOTE="none (BENCH_PMEM=0)"
+elif ! "$TOP/tools/vm/run" --help 2>&1 | grep -q -- '--pmem SIZE'; then
+	PMEM_NOTE="none (tools/vm/run has no --pmem)"
+elif ! command -v ndctl > /dev/null; then
+	PMEM_NOTE="none (no ndctl on the host, make deps)"
+else
+	PMARGS=(--pmem "$BENCH_PMEM")
+	PMEM_NOTE="emulated NVDIMM of $BENCH_PMEM as devdax (tools/vm/run --pmem)"
+fi
+
 mkdir -p "$OUT"
 cc -O2 -Wall -Wextra -o "$OUT/tcp_pingpong" "$TOP/tools/bench/tcp_pingpong.c" ||
 	die "cannot build tcp_pingpong"
 RP=$TOP/build/rdma-core/prefix
-# imm_bench links the selftests' connection layer, rdma_util
-cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -I"$RP/include" -I"$TOP/selftests/lib" \
-	-o "$OUT/imm_bench" "$TOP/tools/bench/imm_bench.c" "$TOP/selftests/lib/rdma_util.c" \
-	-L"$RP/lib" -Wl,-rpath,"$RP/lib" \
-	-Wl,--disable-new-dtags -lrdmacm -libverbs || die "cannot build imm_bench"
-# The guest looks for the ping-pong and imm_bench under build/bench (the
-# host root is shared read-only, at the same path).
+# imm_bench and flush_bench link the selftests' connection layer, rdma_util
+for p in imm_bench flush_bench; do
+	cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -I"$RP/include" -I"$TOP/selftests/lib" \
+		-o "$OUT/$p" "$TOP/tools/bench/$p.c" "$TOP/selftests/lib/rdma_util.c" \
+		-L"$RP/lib" -Wl,-rpath,"$RP/lib" \
+		-Wl,--disable-new-dtags -lrdmacm -libverbs || die "cannot build $p"
+done
+# The guest looks for the ping-pong, imm_bench and flush_bench under
+# build/bench (the host root is shared read-only, at the same path).
 if [ "$OUT" != "$TOP/build/bench" ]; then
 	mkdir -p "$TOP/build/bench"
-	cp "$OUT/tcp_pingpong" "$OUT/imm_bench" "$TOP/build/bench/"
+	cp "$OUT/tcp_pingpong" "$OUT/imm_bench" "$OUT/flush_bench" "$TOP/build/bench/"
 fi
 
 case $BENCH in
@@ -66,25 +87,8 @@ rm -f "$OUT"/samples.csv "$OUT"/summary.csv "$OUT"/summary.txt "$OUT"/report.md 
 	"$OUT"/machine.txt "$OUT"/hostload.txt "$OUT"/plots.txt "$OUT"/logs
 
 {
-	echo "mode=$BENCH"
-	echo "reps=$BENCH_REPS"
-	echo "kinds=$BENCH_KINDS"
-	echo "rdma_kinds=$BENCH_RDMA_KINDS"
-	echo "lat_tests=$BENCH_LAT_TESTS"
-	echo "bw_tests=$BENCH_BW_TESTS"
-	echo "bw_sizes=$BENCH_BW_SIZES"
-	echo "lat_size=$BENCH_LAT_SIZE"
-	echo "atomic_size=$BENCH_ATOMIC_SIZE"
-	echo "tcp_bw_size=$BENCH_TCP_BW_SIZE"
-	echo "lat_iters=$BENCH_LAT_ITERS"
-	echo "bw_bytes=$BENCH_BW_BYTES"
-	echo "bw_iters=$BENCH_BW_MIN_ITERS..$BENCH_BW_MAX_ITERS"
-	echo "tcp_secs=$BENCH_TCP_SECS"
-	echo "pp_iters=$BENCH_PP_ITERS"
-	echo "imm_lat_tests=$BENCH_IMM_LAT_TESTS"
-	echo "imm_bw_tests=$BENCH_IMM_BW_TESTS"
-	echo "imm_lat_sizes=$BENCH_IMM_LAT_SIZES"
-	echo "imm_rounds=$BENCH_IMM_ROUNDS"
+	bench_meta
+	echo "pmem=$PMEM_NOTE"
 } > "$OUT/meta.txt"
 
 {
@@ -93,7 +97,7 @@ rm -f "$OUT"/samples.csv "$OUT"/summary.csv "$OUT"/summary.txt "$OUT"/report.md 
 	echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores"
 	echo "memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "qemu: $(qemu-system-x86_64 --version | head -n 1), ${SIWX_VM_ACCEL:-tcg}"
-	echo "guest: 2 vCPUs, 2048 MiB (tools/vm/run defaults)"
+	echo "guest: 2 vCPUs, 2048 MiB (tools/vm/run defaults); pmem: $PMEM_NOTE"
 	echo "perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
 	echo "iperf3: $(dpkg-query -W -f='${Version}' iperf3 2>/dev/null)"
 	echo "siwx: $(/sbin/modinfo -F version "$TOP/build/siwx/siw.ko") sha256 $(sha256sum < "$TOP/build/siwx/siw.ko" | cut -c1-16)"
@@ -111,7 +115,7 @@ QARGS=()
 # a noisy run can be recognised as such.
 ( while :; do cut -d' ' -f1 /proc/loadavg; sleep 10; done ) > "$OUT/hostload.txt" 2>/dev/null &
 SAMPLER=$!
-"$TOP/tools/vm/run" --netns "${QARGS[@]}" "${KARGS[@]}" --timeout "$TIMEOUT" --out "$VMOUT" \
+"$TOP/tools/vm/run" --netns "${QARGS[@]}" "${KARGS[@]}" "${PMARGS[@]}" --timeout "$TIMEOUT" --out "$VMOUT" \
 	-- bash "$TOP/tools/bench/guest-bench.sh" "$BENCH"
 RC=$?
 kill "$SAMPLER" 2>/dev/null

@@ -10,10 +10,13 @@
 #   - every point of the matrix (tools/bench/bench.conf, for the mode in
 #     meta.txt) of every kind: a numeric median in summary.csv, or n/a with
 #     a reason, and n/a only for operations a device may lack (atomics,
-#     RDMA Write with Immediate);
+#     RDMA Write with Immediate, RDMA Flush and Atomic Write: flush_bench's
+#     flush_*, atomic_write_*, pipe_g_*, pipe_p_*);
 #   - no run failed for good (guest-bench retries a run three times);
 #   - report.md has a table row for every point and the ratio columns,
-#     and the write-with-immediate ratio table;
+#     the write-with-immediate ratio table, and the flush_bench section:
+#     its latency table (a row per point, above) and a ratio row for every
+#     ratio of BENCH_FLUSH_RATIOS with a cell per RDMA kind;
 #   - the plots listed in plots.txt exist (skipped if gnuplot was missing).
 
 set -u
@@ -70,7 +73,7 @@ read -r h < "$DIR/samples.csv"
 check "samples.csv header" "$([ "$h" = "$HEADER" ]; echo $?)" "got: $h"
 
 bad=$(awk -F, -v reps="$BENCH_REPS" -v kinds="$BENCH_KINDS" \
-	-v tests="$BENCH_LAT_TESTS $BENCH_BW_TESTS $BENCH_TCP_TESTS $BENCH_IMM_LAT_TESTS $BENCH_IMM_BW_TESTS" '
+	-v tests="$BENCH_LAT_TESTS $BENCH_BW_TESTS $BENCH_TCP_TESTS $BENCH_IMM_LAT_TESTS $BENCH_IMM_BW_TESTS $BENCH_FLUSH_TESTS" '
 	BEGIN {
 		split(kinds, a, " "); for (i in a) K[a[i]] = 1
 		split(tests, a, " "); for (i in a) T[a[i]] = 1
@@ -134,7 +137,7 @@ for kind in $BENCH_KINDS; do
 		elif [ "$status" = n/a ] && [ -n "$note" ] && bench_may_be_na "$test"; then
 			ok "${desc}n/a ($note)"
 		elif [ "$status" = n/a ]; then
-			nok "${desc}n/a allowed" "n/a is only allowed, with a reason, for operations a device may lack (atomics, write with immediate); note='$note'"
+			nok "${desc}n/a allowed" "n/a is only allowed, with a reason, for operations a device may lack (atomics, write with immediate, flush, atomic write); note='$note'"
 		else
 			nok "${desc}numeric median" "status=$status median='$med' note='$note'"
 		fi
@@ -166,6 +169,26 @@ for kind in $BENCH_RDMA_KINDS; do
 	done
 done
 check "report.md: write-with-immediate ratio table complete" "$([ "$n" = 0 ]; echo $?)" "$n rows missing"
+
+# The flush_bench section: its heading, and a row per ratio with a cell
+# (a number, n/a or -) per RDMA kind.
+h="### RDMA Flush and Atomic Write (tools/bench/flush_bench)"
+check "report.md: flush_bench section" "$(grep -qxF "$h" "$DIR/report.md"; echo $?)" "no line '$h'"
+read -r -a kinds <<< "$BENCH_RDMA_KINDS"
+bad=
+for r in $BENCH_FLUSH_RATIOS; do
+	line=$(grep -F "| $r |" "$DIR/report.md" | head -n 1)
+	IFS='|' read -r -a c <<< "$line"
+	# "| ratio | target | kind... |": c[0] is empty, the kinds from c[3]
+	if [ -z "$line" ]; then
+		bad+="$r: no row"$'\n'
+	elif [ "${#c[@]}" != $((3 + ${#kinds[@]})) ]; then
+		bad+="$r: ${#c[@]} fields, expected $((3 + ${#kinds[@]})): $line"$'\n'
+	fi
+done
+bad=${bad%$'\n'}
+check "report.md: flush_bench ratio table complete ($(wc -w <<< "$BENCH_FLUSH_RATIOS") ratios)" \
+	"$([ -z "$bad" ]; echo $?)" "$bad"
 
 # ---- plots
 if [ ! -s "$DIR/plots.txt" ]; then

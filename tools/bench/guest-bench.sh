@@ -20,7 +20,10 @@
 #
 # Every RDMA kind runs its perftest points, then one tools/bench/imm_bench
 # (RDMA Write with Immediate against RDMA Write and Write + Send, all on one
-# connection) that yields all of its write_imm/write_poll/write_send points.
+# connection) that yields all of its write_imm/write_poll/write_send points,
+# then one tools/bench/flush_bench (RDMA Flush, Atomic Write and the commit
+# pipeline against Read, Write and the emulation, on one connection; on the
+# first devdax device, if there is one) that yields all of its points.
 #
 # Repetition r runs the kinds in the order of BENCH_KINDS when r is odd and in
 # the reverse order when r is even (A B C D D C B A ...): linear drift hits all
@@ -43,6 +46,7 @@ KO_siwx=$TOP/build/siwx/siw.ko
 KO_upstream=$TOP/build/upstream/siw.ko
 PP=$TOP/build/bench/tcp_pingpong
 IMM=$TOP/build/bench/imm_bench
+FLUSH=$TOP/build/bench/flush_bench
 NS1=${SIWX_NETNS1:?run me with tools/vm/run --netns}
 OUT=$SIWX_RESULTS/bench
 LOGS=$OUT/logs
@@ -340,37 +344,61 @@ perftest_point() {
 	fi
 }
 
-# imm_fail REP KIND NOTE: every imm_bench point of KIND failed.
-imm_fail() {
+# owns TOOL TEST: TEST is one of the points TOOL (imm_bench, flush_bench)
+# measures in one run.
+owns() {
+	case $1 in
+	imm_bench) bench_is_imm "$2" ;;
+	flush_bench) bench_is_flush "$2" ;;
+	*) return 1 ;;
+	esac
+}
+
+# tool_fail TOOL REP KIND NOTE: every TOOL point of KIND failed.
+tool_fail() {
 	local t s
 	while read -r t s; do
-		bench_is_imm "$t" || continue
-		sample "$1" "$2" "$t" "$s" "$(bench_main_metric "$t")" fail "" "$3"
-	done <<< "$(bench_points "$2")"
+		owns "$1" "$t" || continue
+		sample "$2" "$3" "$t" "$s" "$(bench_main_metric "$t")" fail "" "$4"
+	done <<< "$(bench_points "$3")"
 	FAILS=$((FAILS + 1))
 }
 
-# imm_point REP KIND: one imm_bench run (server on the kind's address 0,
-# client on address 1), every write_imm/write_poll/write_send point of KIND.
-imm_point() {
-	local rep=$1 kind=$2 a0 pre=() port slog clog try spid crc f kw tt ss rest note=
-	local t s k n=0 lim=$BENCH_IMM_TIMEOUT
+# tool_point TOOL REP KIND: one run of our own TOOL (server on the kind's
+# address 0, client on address 1), every point of KIND it measures:
+#   imm_bench    the write_imm/write_poll/write_send points
+#   flush_bench  the Flush/Atomic Write points (server -P $PMEM if the
+#                guest has a devdax device)
+tool_point() {
+	local tool=$1 rep=$2 kind=$3 a0 pre=() port slog clog try spid crc f kw tt ss rest note=
+	local t s k n=0 lim prog=$TOP/build/bench/$1 sargs=() cargs=()
 	local -A r=() seen=()
 	case $kind in
 	siwx | upstream) a0=$SIW_A0 pre=(ip netns exec "$NS1") ;;
 	rxe) a0=$RXE_A0 ;;
 	esac
+	case $tool in
+	imm_bench)
+		lim=$BENCH_IMM_TIMEOUT
+		cargs=(-l "${BENCH_IMM_LAT_SIZES// /,}" -n "$BENCH_LAT_ITERS"
+			-b "${BENCH_BW_SIZES// /,}" -B "$BENCH_BW_BYTES"
+			-m "$BENCH_BW_MIN_ITERS" -M "$BENCH_BW_MAX_ITERS" -r "$BENCH_IMM_ROUNDS") ;;
+	flush_bench)
+		lim=$BENCH_FLUSH_TIMEOUT
+		[ -n "$PMEM" ] && sargs=(-P "$PMEM")
+		cargs=(-n "$BENCH_LAT_ITERS" -r "$BENCH_FLUSH_ROUNDS") ;;
+	esac
 	if [ -n "${KIND_BROKEN[$kind]:-}" ]; then
 		SEQ=$((SEQ + 1))
-		imm_fail "$rep" "$kind" "${KIND_BROKEN[$kind]}"
+		tool_fail "$tool" "$rep" "$kind" "${KIND_BROKEN[$kind]}"
 		return
 	fi
 	for ((try = 1; try <= 3; try++)); do
 		SEQ=$((SEQ + 1))
 		port=$((20000 + SEQ))
-		printf -v f '%s/%04d-r%d-%s-imm_bench' "$LOGS" "$SEQ" "$rep" "$kind"
+		printf -v f '%s/%04d-r%d-%s-%s' "$LOGS" "$SEQ" "$rep" "$kind" "$tool"
 		slog=$f.server.txt clog=$f.client.txt
-		"$IMM" -s -a "$a0" -p "$port" > "$slog" 2>&1 &
+		"$prog" -s -a "$a0" -p "$port" "${sargs[@]}" > "$slog" 2>&1 &
 		spid=$!
 		if ! wait_listen "$kind" "$port" "$spid"; then
 			note="server did not listen (try $try)"
@@ -378,11 +406,7 @@ imm_point() {
 			continue
 		fi
 		[ "$kind" = rxe ] && nap 0.5
-		timeout -k 5 "$lim" "${pre[@]}" "$IMM" -c "$a0" -p "$port" \
-			-l "${BENCH_IMM_LAT_SIZES// /,}" -n "$BENCH_LAT_ITERS" \
-			-b "${BENCH_BW_SIZES// /,}" -B "$BENCH_BW_BYTES" \
-			-m "$BENCH_BW_MIN_ITERS" -M "$BENCH_BW_MAX_ITERS" \
-			-r "$BENCH_IMM_ROUNDS" > "$clog" 2>&1
+		timeout -k 5 "$lim" "${pre[@]}" "$prog" -c "$a0" -p "$port" "${cargs[@]}" > "$clog" 2>&1
 		crc=$?
 		reap "$spid" 20
 		if [ "$crc" = 0 ] && [ "$RC" = 0 ]; then
@@ -390,12 +414,12 @@ imm_point() {
 			break
 		fi
 		note="client $(status_text "$crc"), server $(status_text "$RC") (try $try)"
-		say "$kind imm_bench rep $rep: $note; logs $f.*"
-		[ "$try" -lt 3 ] && say "$kind imm_bench rep $rep: again"
+		say "$kind $tool rep $rep: $note; logs $f.*"
+		[ "$try" -lt 3 ] && say "$kind $tool rep $rep: again"
 	done
 	if [ -n "$note" ]; then
-		say "FAILED: $kind imm_bench rep $rep: $note; logs $f.*"
-		imm_fail "$rep" "$kind" "$note"
+		say "FAILED: $kind $tool rep $rep: $note; logs $f.*"
+		tool_fail "$tool" "$rep" "$kind" "$note"
 		return
 	fi
 	[ "$try" -gt 1 ] && note="; try $try"
@@ -423,17 +447,17 @@ imm_point() {
 			sample "$rep" "$kind" "$t" "$s" "$(bench_main_metric "$t")" n/a "" "${rest:-no reason given}"
 			seen["$t $s"]=1
 			;;
-		ratio) say "$kind imm_bench: $tt $ss $rest" ;;
+		ratio) say "$kind $tool: $tt $ss $rest" ;;
 		esac
 	done < "$clog"
 	while read -r t s; do
-		bench_is_imm "$t" || continue
+		owns "$tool" "$t" || continue
 		[ -n "${seen["$t $s"]:-}" ] && continue
 		sample "$rep" "$kind" "$t" "$s" "$(bench_main_metric "$t")" fail "" "no result line in $clog"
 		n=$((n + 1))
 	done <<< "$(bench_points "$kind")"
 	if [ "$n" != 0 ]; then
-		say "FAILED: $kind imm_bench rep $rep: $n points without a result"
+		say "FAILED: $kind $tool rep $rep: $n points without a result"
 		FAILS=$((FAILS + 1))
 	fi
 }
@@ -527,11 +551,13 @@ kind_block() {
 	while read -r t s; do
 		if [ "$kind" = tcp ]; then
 			tcp_point "$rep" "$t"
-		elif ! bench_is_imm "$t"; then
+		elif ! owns imm_bench "$t" && ! owns flush_bench "$t"; then
 			perftest_point "$rep" "$kind" "$t" "$s"
 		fi
 	done <<< "$(bench_points "$kind")"
-	[ "$kind" = tcp ] || imm_point "$rep" "$kind"
+	[ "$kind" = tcp ] && return
+	tool_point imm_bench "$rep" "$kind"
+	tool_point flush_bench "$rep" "$kind"
 }
 
 # ---------------------------------------------------------------- main
@@ -558,6 +584,17 @@ echo 0 > /proc/sys/debug/exception-trace 2>/dev/null ||
 
 [ -x "$PP" ] || { say "missing $PP (built by bench.sh)"; exit 2; }
 [ -x "$IMM" ] || { say "missing $IMM (built by bench.sh)"; exit 2; }
+[ -x "$FLUSH" ] || { say "missing $FLUSH (built by bench.sh)"; exit 2; }
+# flush_bench's server memory: a devdax device (tools/vm/run --pmem, an
+# emulated NVDIMM: $SIWX_PMEM_DEV; else the first there is) makes the
+# persistent Flush points measurable; without one they are n/a with
+# flush_bench's reason.
+PMEM=${SIWX_PMEM_DEV:-}
+[ -c "$PMEM" ] || PMEM=
+for f in /dev/dax*; do
+	[ -z "$PMEM" ] && [ -c "$f" ] && PMEM=$f
+done
+say "flush_bench server memory: ${PMEM:-anonymous (no devdax device: persistent Flush n/a)}"
 ATOMIC_CHECKED[siwx]=1
 atomic_check siwx siw0
 if ! setup_rxe >> "$LOGS/setup-rxe.txt" 2>&1; then

@@ -32,6 +32,17 @@ TEST_LABEL = {
     "write_imm_bw": "RDMA Write with Immediate (imm_bench)",
     "write_plain_bw": "RDMA Write (imm_bench)",
     "write_send_bw": "RDMA Write + 8-byte Send (imm_bench)",
+    "read8_lat": "8-byte RDMA Read (one round trip)",
+    "write8_lat": "8-byte RDMA Write (its completion)",
+    "write_read_lat": "8-byte RDMA Write, then an 8-byte Read",
+    "flush_g_lat": "Flush, global visibility, of 4 KiB",
+    "flush_p_lat": "Flush, persistence, of 4 KiB (devdax)",
+    "atomic_write_lat": "8-byte Atomic Write",
+    "pipe_g_lat": "pipeline: Write 4 KiB, Flush, Atomic Write, Flush (global); last signaled",
+    "pipe_p_lat": "the same with persistent Flushes (devdax)",
+    "pipe_g_waited_lat": "the same four operations (global), each waited for",
+    "pipe_p_waited_lat": "the same four operations (persistent), each waited for",
+    "pipe_emul_lat": "the emulation without Flush: Write, Read, fenced Write, Read; last signaled",
 }
 # imm_bench: the three ways of writing and notifying, measured side by side
 IMM_MODES = (("write_imm", "write with immediate"), ("write_poll", "write, poll last byte"),
@@ -174,6 +185,15 @@ def expected_imm(meta):
     return lat, bw
 
 
+def expected_flush(meta):
+    """[(test, size)] of flush_bench's points, [(a, b)] of the ratios the
+    report shows (both [] for an older report without them)."""
+    pts = list(zip(meta.get("flush_tests", "").split(),
+                   (int(s) for s in meta.get("flush_sizes", "").split())))
+    ratios = [tuple(r.split("/", 1)) for r in meta.get("flush_ratios", "").split()]
+    return pts, ratios
+
+
 def rep_ratio(a, b):
     """Median and range over the repetitions of a/b, each repetition's two
     values coming from the same run (imm_bench: one connection)."""
@@ -213,6 +233,7 @@ def main():
     pts = load(d)
     lat, bw = expected(meta)
     imm_lat, imm_bw = expected_imm(meta)
+    flush_lat, flush_ratios = expected_flush(meta)
     kinds = meta["rdma_kinds"].split()
     lat_size = int(meta["lat_size"])
     tcp_bw_size = int(meta["tcp_bw_size"])
@@ -223,7 +244,7 @@ def main():
     # ---- summary.csv: every expected point with its statistics
     rows = []
     for kind in kinds:
-        for t, s in lat + bw + imm_lat + imm_bw:
+        for t, s in lat + bw + imm_lat + imm_bw + flush_lat:
             rows.append((kind, t, s, main_metric(t)))
             if t.endswith("_bw"):
                 rows.append((kind, t, s, "msg_rate_Mpps"))
@@ -343,6 +364,9 @@ def main():
     if imm_lat or imm_bw:
         imm_tables(out, P, kinds, imm_lat, imm_bw, hdr, row, na_note, flagged,
                    tcp_oneway, tcp_bw, meta)
+    if flush_lat:
+        flush_tables(out, P, kinds, flush_lat, flush_ratios, row, na_note, flagged, meta,
+                     guest_line(d, "flush_bench server memory: "))
     out.append("### Raw TCP on the siw path (veth0 ↔ veth1 across network namespaces)\n")
     out.append("| measurement | median (min–max) |\n|---|---|")
     out.append("| iperf3 throughput, MiB/s (%s writes) | %s |" % (
@@ -380,7 +404,7 @@ def main():
     if os.path.exists(mpath):
         with open(mpath) as f:
             machine = f.read()
-    plots, plot_note = make_plots(d, pts, meta, lat, bw, kinds)
+    plots, plot_note = make_plots(d, pts, meta, lat, bw, kinds, flush_lat)
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("# siwx benchmark report (BENCH=%s, %s repetitions)\n\n" % (meta["mode"], meta["reps"]))
         f.write(tables)
@@ -473,7 +497,82 @@ def imm_tables(out, P, kinds, imm_lat, imm_bw, hdr, row, na_note, flagged, tcp_o
     out.append("")
 
 
-def make_plots(d, pts, meta, lat, bw, kinds):
+def guest_line(d, prefix):
+    """What guest-bench.sh said after PREFIX in guest.txt (None if not)."""
+    try:
+        with open(os.path.join(d, "guest.txt")) as f:
+            for line in f:
+                if prefix in line:
+                    return line.split(prefix, 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def flush_tables(out, P, kinds, flush_lat, flush_ratios, row, na_note, flagged, meta, memory):
+    """The flush_bench section of report.md: latency per kind, the ratios."""
+    sizes = dict(flush_lat)
+    out.append("### RDMA Flush and Atomic Write (tools/bench/flush_bench)\n")
+    out.append("One flush_bench run per kind and repetition measures every test on one "
+               "connection, taking turns (%s rounds, the order reversed every other round). "
+               "A sample is the time from posting the first work request to the completion "
+               "of the last: a whole round trip, not halved (unlike ib_write_lat). The "
+               "server's region: %s. Flush, Atomic Write and the native pipelines are n/a "
+               "on a device without them (upstream siw); the persistent ones (flush_p, "
+               "pipe_p) also without a devdax device at the server.\n"
+               % (meta.get("flush_rounds", "?"), memory or "not recorded"))
+    out.append("| test | what |\n|---|---|")
+    for t, _ in flush_lat:
+        out.append("| %s | %s |" % (t, TEST_LABEL.get(t, t)))
+    out.append("")
+    out.append("#### Latency, µs (median, min–max; lower is better)\n")
+    out.append("| test | size | " + " | ".join(KIND_LABEL[k] for k in kinds) +
+               " | siwx/upstream | siwx/rxe | best siwx/rxe |\n|" + "---|" * (len(kinds) + 5))
+    for t, s in flush_lat:
+        ps = {k: P(k, t, s) for k in kinds}
+        cells = [(ps[k].cell() if ps[k] else "missing") + na_note(ps[k]) for k in kinds]
+        r_up, f_up = ratio(ps["siwx"], ps["upstream"], False)
+        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], False)
+        mins = [P(k, t, s, "lat_min_us") for k in ("siwx", "rxe")]
+        mins = [(m.stats() or {}).get("min") if m else None for m in mins]
+        best = "%.2f" % (mins[0] / mins[1]) if mins[0] and mins[1] else "-"
+        if f_up == "-":
+            flagged.append((t, s, r_up))
+        out.append(row(t, s, cells, r_up + (" (%s)" % f_up if f_up else ""), r_rxe, best))
+    out.append("")
+    target = float(meta.get("flush_pipe_target", "1.3"))
+    out.append("#### Flush and Atomic Write against what they replace, per kind\n")
+    out.append("Ratios of medians per repetition (both from the same connection), median and "
+               "min–max over the repetitions; below 1 means the first is faster. The seed's "
+               "claim is one round trip: the pipeline (pipe_g, pipe_p) at most %.1f × one "
+               "8-byte Read. Comparing a column with rxe's shows siwx against rxe running "
+               "the same program.\n" % target)
+    out.append("| ratio | target | " + " | ".join(KIND_LABEL[k] for k in kinds) + " |\n|" +
+               "---|" * (len(kinds) + 2))
+    verdicts = []
+    for a, b in flush_ratios:
+        pipe = a.startswith("pipe_") and b == "read8_lat"
+        cells = []
+        for k in kinds:
+            pa, pb = P(k, a, sizes.get(a, 0)), P(k, b, sizes.get(b, 0))
+            x = rep_ratio(pa, pb)
+            if x:
+                cells.append(ratio_cell(x))
+                if pipe:
+                    verdicts.append("%s %s/%s %.2f: %s" % (
+                        KIND_LABEL[k], a, b, x[0], "met" if x[0] <= target else "not met"))
+            elif any(p and p.status == "n/a" for p in (pa, pb)):
+                cells.append("n/a")
+            else:
+                cells.append("-")
+        out.append("| %s/%s | %s | %s |" % (a, b, "≤ %.1f" % target if pipe else "-",
+                                            " | ".join(cells)))
+    out.append("")
+    out.append("Pipeline target (≤ %.1f × Read): %s.\n" % (
+        target, "; ".join(verdicts) if verdicts else "no native pipeline measured"))
+
+
+def make_plots(d, pts, meta, lat, bw, kinds, flush_lat):
     """Data files + a gnuplot script; returns ([(png, description)], why-not)."""
     gp = shutil.which("gnuplot")
     if not gp:
@@ -614,6 +713,34 @@ def make_plots(d, pts, meta, lat, bw, kinds):
         g.append("unset multiplot")
         plots.append(("imm.png", "imm_bench: bandwidth of write with immediate, plain write and "
                       "write + send against message size, one panel per kind"))
+    if flush_lat:
+        # flush.dat: one row per flush_bench test; per kind median min max
+        with open(os.path.join(d, "flush.dat"), "w") as f:
+            f.write("# test " + " ".join("%s_med %s_min %s_max" % (k, k, k) for k in kinds) + "\n")
+            for t, s in flush_lat:
+                vals = []
+                for k in kinds:
+                    x = st(k, t, s)
+                    vals += ["%g" % x["median"], "%g" % x["min"], "%g" % x["max"]] if x else ["NaN"] * 3
+                f.write("%s %s\n" % (t.replace("_lat", ""), " ".join(vals)))
+        g += ["unset logscale x", "set xtics autofreq", "set xrange [*:*]", "set xlabel ''",
+              "set xtics rotate by -30", "set logscale y", "set yrange [*:*]",
+              "set terminal pngcairo noenhanced size 1200,560 font 'sans,10'",
+              "set output '%s/flush.png'" % d,
+              "set title 'RDMA Flush and Atomic Write (flush_bench, round trips), median; "
+              "bars: min-max; missing: n/a (BENCH=%s)'" % meta["mode"],
+              "set ylabel 'microseconds (log scale)'", "set style data histograms",
+              "set style histogram errorbars gap 2 lw 1", "set style fill solid 0.8 border -1",
+              "set key below horizontal"]
+        parts = []
+        for i, k in enumerate(kinds):
+            c = 2 + 3 * i
+            parts.append("'%s/flush.dat' using %d:%d:%d%s lc rgb '%s' title '%s'"
+                         % (d, c, c + 1, c + 2, ":xtic(1)" if i == 0 else "", colors[k],
+                            KIND_LABEL[k]))
+        g.append("plot " + ", ".join(parts))
+        plots.append(("flush.png", "flush_bench: latency of every Flush / Atomic Write test "
+                      "and its references, per kind"))
     script = os.path.join(d, "plots.gp")
     with open(script, "w") as f:
         f.write("\n".join(g) + "\n")
