@@ -318,7 +318,13 @@ static void wait_send(struct ep *e, uint64_t wr_id, enum ibv_wc_opcode op, const
 		    what, wc.wr_id, wc.opcode, wr_id, op);
 }
 
-static void get_ctl(struct ep *e, struct ctl *out, uint32_t type, int wait_ms)
+/*
+ * Wait for a control message, polling every nap_us: the client's waits are
+ * short; the server, waiting for the end while the client measures, naps
+ * long, so that its polling does not take the CPU the responder needs.
+ */
+static void get_ctl(struct ep *e, struct ctl *out, uint32_t type, int wait_ms,
+		    unsigned int nap_us)
 {
 	uint64_t end = ru_now_ms() + (uint64_t)wait_ms;
 	struct ibv_wc wc;
@@ -332,7 +338,7 @@ static void get_ctl(struct ep *e, struct ctl *out, uint32_t type, int wait_ms)
 			break;
 		if (ru_now_ms() > end)
 			die("timed out waiting for control message %u", type);
-		usleep(100);
+		usleep(nap_us);
 	}
 	if (wc.status != IBV_WC_SUCCESS || wc.byte_len != sizeof(struct ctl))
 		die("control receive: %s, %u bytes", ibv_wc_status_str(wc.status), wc.byte_len);
@@ -386,7 +392,7 @@ static int run_server(const char *addr, int port, const char *pmem)
 	send_ctl(&e, &c);
 	fprintf(stderr, "%s: region %s, flags 0x%x%s%s\n", prog, pmem ? pmem : "anonymous",
 		e.flags, e.why[0] ? ": " : "", e.why);
-	get_ctl(&e, &c, CTL_QUIT, 3600 * 1000);
+	get_ctl(&e, &c, CTL_QUIT, 3600 * 1000, 50000);
 	/* the target's own view of the last commit */
 	if (c.pipes) {
 		for (i = 0; i < REC_LEN; i++)
@@ -661,7 +667,7 @@ static void run_client(struct client *cl)
 	}
 	if (ru_client_finish(&e.c, WAIT_MS))
 		die("connect to %s:%d: %s", cl->host, cl->port, ru_errmsg());
-	get_ctl(&e, &c, CTL_HELLO, WAIT_MS);
+	get_ctl(&e, &c, CTL_HELLO, WAIT_MS, 100);
 	e.raddr = c.addr;
 	e.rkey = c.rkey;
 	if (c.len < REGION)
