@@ -25,7 +25,8 @@
  *                      nothing written to the queue, the QP still usable
  *
  * Usage: flush [--pmem DEVDAX] [kselftest harness options]
- *   --pmem PATH  (or SIWX_FLUSH_PMEM=PATH) a device-dax device (e.g.
+ *   --pmem PATH  (or SIWX_FLUSH_PMEM=PATH, else SIWX_PMEM_DEV, which a
+ *                pmem= boot sets) a device-dax device (e.g.
  *                /dev/dax0.0): the target of the *_pmem variants is a
  *                2 MiB MAP_SHARED mapping of it, registered with
  *                IBV_ACCESS_FLUSH_PERSISTENT; without it they skip.
@@ -1057,7 +1058,8 @@ static void usage(FILE *f, const char *prog)
 		"  --pmem PATH  a device-dax device (e.g. /dev/dax0.0) mapped\n"
 		"               (2 MiB, MAP_SHARED) as the target of the *_pmem\n"
 		"               variants (FLUSH_PERSISTENT); default\n"
-		"               $SIWX_FLUSH_PMEM; without it they skip\n"
+		"               $SIWX_FLUSH_PMEM, else $SIWX_PMEM_DEV (a pmem= boot);\n"
+		"               without it they skip\n"
 		"  -h           this, then the harness's options\n", prog);
 }
 
@@ -1068,7 +1070,10 @@ int main(int argc, char **argv)
 
 	if (!nargv)
 		return 1;
+	/* the NVDIMM of a pmem= boot (tools/vm/run --pmem), unless told */
 	pmem_path = getenv("SIWX_FLUSH_PMEM");
+	if (!pmem_path)
+		pmem_path = getenv("SIWX_PMEM_DEV");
 	if (pmem_path && !*pmem_path)
 		pmem_path = NULL;
 	for (i = 0; i < argc; i++) {

@@ -14,7 +14,8 @@
 #
 # Environment: SIWX_MODULE (both VMs; from run.sh), SELFTEST_DIR,
 # RDMA_PREFIX, SIWX_RESULTS (run.sh's results directory),
-# SIWX_PMEM_MODE=auto|native|emulated (default auto),
+# SIWX_PMEM_MODE=auto|native|emulated (default auto: native on siwx with
+# our rdma-core, whatever both ends can elsewhere),
 # SIWX_POWERFAIL_BIN=bin|stock (default bin), SIWX_POWERFAIL_TIMEOUT
 # (seconds, default 420).
 set -u
@@ -26,6 +27,12 @@ PREFIX=${RDMA_PREFIX:-$TOP/build/rdma-core/prefix}
 OUT=${SIWX_RESULTS:-$SDIR/results}/powerfail
 PROG=$SDIR/${SIWX_POWERFAIL_BIN:-bin}/pmem_flush
 MODE=${SIWX_PMEM_MODE:-auto}
+# siwx has Flush and Atomic Write: auto must not fall back to the emulation
+# on it unnoticed (the upstream module and stock libsiw take the emulation)
+if [ "$MODE" = auto ] && [ "${SIWX_POWERFAIL_BIN:-bin}" = bin ] &&
+	[ "$MODULE" != "${SIWX_UPSTREAM_MODULE:-$TOP/build/upstream/siw.ko}" ]; then
+	MODE=native
+fi
 
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
