@@ -270,7 +270,11 @@ perftest_point() {
 		return
 	fi
 	bench_is_lat "$test" && lim=90 || lim=180
-	for ((try = 1; try <= 3; try++)); do
+	# A failed clock calibration is perftest's, not the device's: each one
+	# buys one more try (at most 6 in all), after a pause that lets the
+	# guest's load settle. It failed 3 times in a row on rxe in one CI run.
+	local maxtry=3
+	for ((try = 1; try <= maxtry; try++)); do
 		SEQ=$((SEQ + 1))
 		port=$((20000 + SEQ))
 		printf -v f '%s/%04d-r%d-%s-%s-%s' "$LOGS" "$SEQ" "$rep" "$kind" "$test" "$size"
@@ -299,12 +303,14 @@ perftest_point() {
 				break
 			fi
 			note="perftest could not calibrate its clock (try $try)"
+			((maxtry < 6)) && maxtry=$((maxtry + 1))
 			say "$kind $test $size rep $rep: $note, again"
+			nap 2
 			continue
 		fi
 		note="client $(status_text "$crc"), server $(status_text "$RC") (try $try)"
 		say "$kind $test $size rep $rep: $note; logs $f.*"
-		[ "$try" -lt 3 ] && say "$kind $test $size rep $rep: again"
+		[ "$try" -lt "$maxtry" ] && say "$kind $test $size rep $rep: again"
 	done
 	if [ -n "$note" ]; then
 		say "FAILED: $kind $test $size rep $rep: $note; logs $f.*"
