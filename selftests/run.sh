@@ -37,7 +37,7 @@
 #   SELFTEST_DIR          build output of selftests/ (build/selftests)
 #   SIWX_RESULTS_DIR      where results go     (SELFTEST_DIR/results/<stamp>)
 #   SIWX_VM_TIMEOUT       single-VM limit, seconds (1800)
-#   SIWX_PAIR_TIMEOUT     limit of each pair boot, seconds (600)
+#   SIWX_PAIR_TIMEOUT     limit of each pair boot, seconds (1200)
 #   SIWX_VERBOSE=1        stream the VM consoles
 #   Every other SIWX_* variable (e.g. SIWX_IMM_FLUSH_ROUNDS=12,
 #   SIWX_SUITE_TIMEOUT_<suite>), and the variables the selected suites
@@ -112,7 +112,7 @@ SELFTEST_DIR=$(abs "${SELFTEST_DIR:-$TOP/build/selftests}")
 STAMP=$(date +%Y%m%d-%H%M%S)
 RES=${SIWX_RESULTS_DIR:-$SELFTEST_DIR/results/$STAMP}
 VM_TIMEOUT=${SIWX_VM_TIMEOUT:-1800}
-PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-600}
+PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-1200}
 VMRUN=$TOP/tools/vm/run
 SUITE_BIN=$SELFTEST_DIR/bin SUITE_STOCK=$SELFTEST_DIR/stock SUITE_KMOD=$SELFTEST_DIR/kmod
 SUITE_TOOLS=$TOP/build/tools SUITE_TOP=$TOP

@@ -28,6 +28,8 @@ pkgs=(
 	ndctl
 	# make bench plots
 	gnuplot-nox
+	# kernel storage ULPs over siwx (suite nvme): the host side and the I/O verifier
+	nvme-cli fio
 )
 src_list=/etc/apt/sources.list.d/siwx-trixie-src.sources
 

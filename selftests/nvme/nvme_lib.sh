@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# nvme_lib.sh - sourced by the nvme suites (nvme_rdma.sh in one VM,
+# nvme_pair.sh across two): TAP helpers, the nvmet configfs target, the
+# nvme-cli host side, fio with verification, the RDMA resource counts.
+#
+# The caller sets: TESTS (the plan), OUT, LOG, NQN, TA (the target's
+# address), HA (the host's), FSIZE (per fio job), RES_DEVS (the rdma
+# devices rdma_res counts, an awk regex), CFS (default nvmet configfs).
+
+CFS=${CFS:-/sys/kernel/config/nvmet}
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n nvme.$1${2:+ # SKIP $2}"; }
+nok() {
+	n=$((n + 1)); fails=$((fails + 1))
+	[ -z "${2:-}" ] || echo "# $2"
+	echo "not ok $n nvme.$1"
+}
+check() {	# NAME CMD...: ok when CMD succeeds
+	local name=$1; shift
+	if "$@" >>"$LOG" 2>&1; then ok "$name"; else nok "$name" "$* failed (see $LOG)"; fi
+}
+# skip_rest REASON: every test not reported yet fails with REASON
+skip_rest() {
+	while [ "$n" -lt "${#TESTS[@]}" ]; do nok "${TESTS[$n]}" "$1"; done
+	exit 1
+}
+say() { echo "# $*"; echo "== $*" >>"$LOG"; }
+
+# load_modules MODULE...: brd as a 64 MiB RAM disk (/dev/ram0); with
+# nvmet, configfs mounted
+load_modules() {
+	local m
+	for m in "$@"; do
+		case $m in
+		brd) modprobe brd rd_nr=1 rd_size=65536 && [ -b /dev/ram0 ] || return 1 ;;
+		*) modprobe "$m" || return 1 ;;
+		esac
+	done
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+	case " $* " in *" nvmet "*) [ -d "$CFS" ] ;; esac
+}
+unload_modules() {	# MODULE...: each one that is loaded
+	local m rc=0
+	for m in "$@"; do
+		[ ! -d "/sys/module/$m" ] || rmmod "$m" >>"$LOG" 2>&1 || rc=1
+	done
+	return $rc
+}
+
+# ---------------------------------------------------------------- target
+port_add() {	# ID TRTYPE SVCID
+	local p=$CFS/ports/$1
+	mkdir "$p" || return 1
+	echo "$2" >"$p/addr_trtype" && echo ipv4 >"$p/addr_adrfam" &&
+		echo "$TA" >"$p/addr_traddr" && echo "$3" >"$p/addr_trsvcid" &&
+		ln -s "$CFS/subsystems/$NQN" "$p/subsystems/$NQN"
+}
+# target_up PORT_ID:TRTYPE:SVCID...: subsystem NQN with /dev/ram0 as
+# namespace 1, on each port
+target_up() {
+	local s=$CFS/subsystems/$NQN
+	mkdir "$s" || return 1
+	echo 1 >"$s/attr_allow_any_host" || return 1
+	mkdir "$s/namespaces/1" || return 1
+	echo /dev/ram0 >"$s/namespaces/1/device_path" || return 1
+	echo 1 >"$s/namespaces/1/enable" || return 1
+	local p id tr svc
+	for p in "$@"; do
+		IFS=: read -r id tr svc <<<"$p"
+		port_add "$id" "$tr" "$svc" || return 1
+	done
+}
+target_down() {
+	local p
+	for p in "$CFS"/ports/*; do
+		p=${p##*/}
+		[ -e "$CFS/ports/$p" ] || continue
+		rm -f "$CFS/ports/$p/subsystems/$NQN" 2>/dev/null
+		rmdir "$CFS/ports/$p" 2>/dev/null
+	done
+	echo 0 >"$CFS/subsystems/$NQN/namespaces/1/enable" 2>/dev/null
+	rmdir "$CFS/subsystems/$NQN/namespaces/1" "$CFS/subsystems/$NQN" 2>/dev/null
+	[ ! -e "$CFS/subsystems/$NQN" ]
+}
+# rdma_res: "pd cq qp cm_id mr" of the devices RES_DEVS matches
+rdma_res() {
+	rdma res show | awk -v re="^(${RES_DEVS}):\$" '$2 ~ re {
+		for (i = 3; i < NF; i += 2) if ($i ~ /^(pd|cq|qp|cm_id|mr)$/) printf "%s.%s=%s ", $2, $i, $(i + 1)
+	}'
+}
+# after the first controller, the RDMA core's CQ pool keeps its CQs until
+# the device goes: nocq drops the CQ counts from an rdma_res line
+nocq() { echo "$1" | tr ' ' '\n' | grep -v '\.cq=' | tr '\n' ' '; }
+
+# ---------------------------------------------------------------- host
+# ctrl_of TRTYPE: the controller (nvmeN) of our subsystem on TRTYPE
+ctrl_of() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ -r "$c/subsysnqn" ] || continue
+		[ "$(cat "$c/subsysnqn")" = "$NQN" ] && [ "$(cat "$c/transport")" = "$1" ] &&
+			{ echo "${c##*/}"; return 0; }
+	done
+	return 1
+}
+# wait_live TRTYPE: until the controller exists and is live (20 s)
+wait_live() {
+	local i c
+	for i in $(seq 100); do
+		c=$(ctrl_of "$1") && [ "$(cat "/sys/class/nvme/$c/state" 2>/dev/null)" = live ] &&
+			{ CTRL=$c; return 0; }
+		sleep 0.2
+	done
+	return 1
+}
+# wait_ns: DEV, the block device of our namespace (20 s): the multipath
+# head in our subsystem's sysfs folder, or the controller's own namespace
+wait_ns() {
+	local i s b
+	for i in $(seq 100); do
+		for s in /sys/class/nvme-subsystem/*/ "/sys/class/nvme/$CTRL/"; do
+			[ "$(cat "$s/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
+			for b in "$s"nvme*n1; do
+				b=${b##*/}
+				case $b in *c*n1) continue ;; esac	# a path, not the head
+				[ -b "/dev/$b" ] && { DEV=/dev/$b; return 0; }
+			done
+		done
+		sleep 0.2
+	done
+	return 1
+}
+connect() {	# TRTYPE SVCID
+	nvme connect -t "$1" -a "$TA" -s "$2" -w "$HA" -n "$NQN" -i 1 >>"$LOG" 2>&1 || return 1
+	wait_live "$1" && wait_ns
+}
+# gone: no controller of our subsystem left (20 s)
+gone() {
+	local i
+	for i in $(seq 100); do
+		ctrl_of rdma >/dev/null || ctrl_of tcp >/dev/null || return 0
+		sleep 0.2
+	done
+	return 1
+}
+disconnect() {
+	nvme disconnect -n "$NQN" >>"$LOG" 2>&1 && gone
+}
+
+# fio_job NAME RW BS QD [OPTION...]: one fio job on DEV with crc32c
+# verification; its JSON in OUT/fio-NAME.json, or OUT/fio-NAME-$TAG.json
+# when TAG is set (a verify_only rerun of the same job)
+fio_job() {
+	local name=$1 rw=$2 bs=$3 qd=$4 json=$OUT/fio-$1${TAG:+-$TAG}.json; shift 4
+	fio --name="$name" --filename="$DEV" --direct=1 --ioengine=libaio \
+		--rw="$rw" --bs="$bs" --iodepth="$qd" --size="$FSIZE" \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=1 \
+		--output-format=json --output="$json" "$@" >>"$LOG" 2>&1 || return 1
+	python3 - "$json" <<-'EOF' >>"$LOG"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	j = d["jobs"][0]
+	w, r = j["write"]["io_bytes"], j["read"]["io_bytes"]
+	print(f'{j["jobname"]}: error {j["error"]}, wrote {w} B, read {r} B, '
+	      f'write {j["write"]["iops"]:.0f} IOPS, read {j["read"]["iops"]:.0f} IOPS')
+	sys.exit(0 if j["error"] == 0 and (w > 0 or r > 0) else 1)
+	EOF
+}

@@ -1,0 +1,188 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# nvme_pair.sh - suite "nvme_pair": NVMe over Fabrics between two VMs,
+# Debian's nvmet-rdma in VM a (the target: a 64 MiB brd RAM disk on
+# 192.168.78.1:4420) and nvme-rdma with nvme-cli and fio in VM b (the
+# host). Pair orders ours-ours, ours-upstream and upstream-ours: siwx on
+# both ends, and siwx against the unmodified upstream siw as target and
+# as host. TAP output; both VMs run this script (SIWX_ROLE=a|b).
+#
+# a: modules, target, then tells b it is ready and waits for b's "done"
+#    (selftests/nvme/pair_sync.py, plain TCP on the pair's wire), then
+#    checks its RDMA resources are back where they were and tears down.
+# b: waits for a, discovers, connects, fio with --verify=crc32c (random
+#    4 KiB at queue depths 1 and 32, sequential 128 KiB at 16), nvme
+#    reset and the data verified again, disconnect, NVME_PAIR_CYCLES
+#    connect/disconnect cycles with the RDMA resources checked after each;
+#    then the same queue depth 1 job over NVMe/TCP on the same wire (a
+#    correctness test; its IOPS next to RDMA's are a hint, the bench
+#    measures), and tells a it is done. The queue depth 1 jobs move
+#    NVME_PAIR_QD1_SIZE (1M): between two TCG guests one I/O takes tens
+#    of milliseconds.
+#
+# Environment: SIWX_ROLE, SIWX_LOCAL, SIWX_PEER, SIWX_RESULTS,
+# NVME_PAIR_CYCLES (5), NVME_FIO_SIZE (8M), NVME_PAIR_QD1_SIZE (1M),
+# SIWX_NVME_SYNC_PORT (18700).
+
+set -u
+OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
+ROLE=${SIWX_ROLE:-}
+CYCLES=${NVME_PAIR_CYCLES:-5}
+FSIZE=${NVME_FIO_SIZE:-8M}
+QD1SIZE=${NVME_PAIR_QD1_SIZE:-1M}
+SYNC=${SIWX_NVME_SYNC_PORT:-18700}
+NQN=nqn.2026-12.org.siwx:nvme-pair
+RPORT=4420 TPORT=4421
+LOG=$OUT/nvme_pair.log
+RES_DEVS=siw0
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=$(command -v /usr/bin/python3 || command -v python3)
+PSYNC=("$PY" "$HERE/pair_sync.py")
+
+echo "TAP version 13"
+case $ROLE in
+a) TA=${SIWX_LOCAL:-192.168.78.1} HA=${SIWX_PEER:-192.168.78.2}
+   TESTS=(setup.modules setup.target peer.ready peer.done leak.rdma_res cleanup) ;;
+b) TA=${SIWX_PEER:-192.168.78.1} HA=${SIWX_LOCAL:-192.168.78.2}
+   TESTS=(setup.modules peer.ready discover connect fio.randwrite_4k_qd1
+	  fio.randwrite_4k_qd32 fio.write_128k_qd16 reset.verify disconnect cycles
+	  leak.rdma_res tcp.fio.randwrite_4k_qd1 peer.done cleanup) ;;
+*) echo "1..0 # SKIP pair topology only (SIWX_ROLE '$ROLE' is not a or b)"; exit 0 ;;
+esac
+echo "1..${#TESTS[@]}"
+# shellcheck source=selftests/nvme/nvme_lib.sh
+. "$HERE/nvme_lib.sh"
+: >"$LOG"
+if ! command -v nvme >/dev/null || ! command -v fio >/dev/null; then
+	skip_rest "nvme-cli or fio missing (make deps)"
+fi
+say "role $ROLE, order ${SIWX_PAIR_ORDER:-?}, siw $(cat /sys/module/siw/version 2>/dev/null || echo upstream)"
+
+# ---------------------------------------------------------------- a
+if [ "$ROLE" = a ]; then
+	ready=ready
+	check setup.modules load_modules brd nvmet nvmet_rdma nvmet_tcp || ready=fail
+	if [ "$ready" = ready ]; then
+		check setup.target target_up "1:rdma:$RPORT" "2:tcp:$TPORT" || ready=fail
+	else
+		nok setup.target "modules missing"
+	fi
+	BASE=$(rdma_res)
+	say "rdma res with the target listening: $BASE"
+	# b connects within the suite's limit; it then runs its tests
+	if line=$("${PSYNC[@]}" serve "$TA" "$SYNC" "$ready" 240 2>>"$LOG") && [ "$line" = hello ]; then
+		ok peer.ready
+	else
+		nok peer.ready "b never came (${line:-nothing})"
+	fi
+	if line=$("${PSYNC[@]}" serve "$TA" $((SYNC + 1)) bye 500 2>>"$LOG") && [ "${line%% *}" = done ]; then
+		say "b: $line"
+		ok peer.done
+	else
+		nok peer.done "no 'done' from b (${line:-nothing})"
+	fi
+	now=$(rdma_res)
+	if [ "$(nocq "$now")" = "$(nocq "$BASE")" ]; then
+		ok leak.rdma_res
+	else
+		nok leak.rdma_res "rdma res after b is done: $now; before: $BASE"
+	fi
+	a_cleanup() { target_down && unload_modules nvmet_rdma nvmet_tcp nvmet brd; }
+	check cleanup a_cleanup
+	[ "$fails" = 0 ]
+	exit
+fi
+
+# ---------------------------------------------------------------- b
+done_to_a() {	# tell a we are done (a waits for it before its teardown)
+	"${PSYNC[@]}" ask "$TA" $((SYNC + 1)) 60 "done fails=$fails" >>"$LOG" 2>&1
+}
+check setup.modules load_modules nvme_fabrics nvme_rdma nvme_tcp
+if line=$("${PSYNC[@]}" ask "$TA" "$SYNC" 240 hello 2>>"$LOG") && [ "$line" = ready ]; then
+	ok peer.ready
+else
+	nok peer.ready "a is not ready (${line:-nothing})"
+	while [ "$n" -lt $(( ${#TESTS[@]} - 2 )) ]; do nok "${TESTS[$n]}" "a is not ready"; done
+	if done_to_a; then ok peer.done; else nok peer.done; fi
+	nok cleanup "not run"
+	exit 1
+fi
+BASE=$(rdma_res)
+
+if nvme discover -t rdma -a "$TA" -s "$RPORT" -w "$HA" >"$OUT/nvme-discover.txt" 2>&1 &&
+   grep -q "subnqn: *$NQN" "$OUT/nvme-discover.txt"; then
+	ok discover
+else
+	nok discover "nvme discover over rdma did not list $NQN:"
+	sed 's/^/#   /' "$OUT/nvme-discover.txt" | tail -n 12
+fi
+
+CTRL= DEV=
+connected=0
+if connect rdma "$RPORT"; then
+	say "connected over rdma: $CTRL, namespace $DEV"
+	ok connect
+	connected=1
+else
+	nok connect "nvme connect -t rdma failed or no live controller/namespace (see $LOG)"
+fi
+for spec in "randwrite_4k_qd1 randwrite 4k 1 --size=$QD1SIZE" \
+	    "randwrite_4k_qd32 randwrite 4k 32" "write_128k_qd16 write 128k 16"; do
+	set -- $spec
+	if [ "$connected" = 1 ] && fio_job "$@"; then
+		ok "fio.$1"
+		say "$(tail -n 1 "$LOG")"
+	else
+		nok "fio.$1" "fio $* failed or did not verify (see $OUT/fio-$1.json, $LOG)"
+	fi
+done
+reset_verify() {
+	[ "$connected" = 1 ] || return 1
+	nvme reset "/dev/$CTRL" >>"$LOG" 2>&1 || return 1
+	sleep 1
+	wait_live rdma && wait_ns &&
+		TAG=verify-reset fio_job write_128k_qd16 write 128k 16 --verify_only=1
+}
+check reset.verify reset_verify
+POOLED=
+disconnect_first() {
+	disconnect || return 1
+	POOLED=$(rdma_res)
+	say "rdma res after the first disconnect: $POOLED"
+	[ "$(nocq "$POOLED")" = "$(nocq "$BASE")" ] ||
+		{ say "resources other than CQs differ from before the connect: $BASE"; return 1; }
+}
+check disconnect disconnect_first
+cycles() {
+	local i now
+	[ -n "$POOLED" ] || return 1
+	for i in $(seq "$CYCLES"); do
+		connect rdma "$RPORT" || { say "cycle $i: connect failed"; return 1; }
+		disconnect || { say "cycle $i: disconnect failed"; return 1; }
+		now=$(rdma_res)
+		[ "$now" = "$POOLED" ] || { say "cycle $i: rdma res $now, not $POOLED"; return 1; }
+	done
+	say "$CYCLES connect/disconnect cycles"
+}
+check cycles cycles
+now=$(rdma_res)
+if [ -n "$POOLED" ] && [ "$now" = "$POOLED" ]; then
+	ok leak.rdma_res
+else
+	nok leak.rdma_res "rdma res at the end: $now; after the first disconnect: ${POOLED:-none}"
+fi
+nvme disconnect -n "$NQN" >/dev/null 2>&1
+tcp_qd1() {
+	connect tcp "$TPORT" || return 1
+	say "connected over tcp: $CTRL, namespace $DEV"
+	local rc=0
+	TAG=tcp fio_job randwrite_4k_qd1 randwrite 4k 1 --size="$QD1SIZE" || rc=1
+	say "tcp $(tail -n 1 "$LOG")"
+	disconnect || rc=1
+	return $rc
+}
+check tcp.fio.randwrite_4k_qd1 tcp_qd1
+if done_to_a; then ok peer.done; else nok peer.done "a did not take 'done'"; fi
+check cleanup unload_modules nvme_rdma nvme_tcp
+[ "$fails" = 0 ]

@@ -1,0 +1,253 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# nvme_rdma.sh - suite "nvme": NVMe over Fabrics over siwx in one VM,
+# Debian's own nvmet-rdma (target), nvme-rdma (host), nvme-cli and fio.
+# TAP output.
+#
+# Kernel ULPs open their rdma_cm ids in the initial network namespace, so
+# the two ends get a veth pair of their own (vn0 192.168.79.1 with siwn0:
+# the target; vn1 192.168.79.2 with siwn1: the host) and policy routing
+# sends what is for the other address out of the veth instead of over lo
+# (as the bench does for rxe). The suite checks that the queues' QPs sit
+# on siwn0 and siwn1.
+#
+# The target exports a brd RAM disk (64 MiB) as namespace 1 of one
+# subsystem, on an rdma port (4420) and, for the cross-check, a tcp port
+# (4421) on the same path. The host discovers, connects, runs fio with
+# --verify=crc32c (random and sequential, queue depths 1 to 32), resets
+# the controller and verifies the data again, reads the data written over
+# RDMA back over NVMe/TCP, disconnects, and connects and disconnects
+# NVME_CYCLES times, the RDMA resources (rdma res) back to where they
+# were after each. Last, rmmod siw while a controller is connected: the
+# RDMA core removes the device from its clients (nvme-rdma deletes the
+# controller, nvmet-rdma its queues); the module goes, nothing hangs or
+# warns, and siw is loaded again with its links for the suites after this.
+# guest.sh and tools/vm/run check the kernel log of the whole boot.
+#
+# Environment: SIWX_RESULTS (logs, fio JSON), SIWX_MODULE (reloaded after
+# the rmmod test), NVME_CYCLES (50), NVME_FIO_SIZE (8M per fio job).
+
+set -u
+OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
+CYCLES=${NVME_CYCLES:-50}
+FSIZE=${NVME_FIO_SIZE:-8M}
+NQN=nqn.2026-12.org.siwx:nvme-test
+TA=192.168.79.1 HA=192.168.79.2
+RPORT=4420 TPORT=4421
+LOG=$OUT/nvme.log
+
+TESTS=(
+	setup.modules setup.network setup.target discover connect path.veth
+	fio.randwrite_4k_qd1 fio.randwrite_4k_qd8 fio.randwrite_4k_qd32
+	fio.randrw_4k_qd16 fio.write_128k_qd1 fio.write_128k_qd32
+	reset.verify disconnect tcp.reads_rdma_data cycles leak.rdma_res
+	rmmod_siw_connected cleanup
+)
+echo "TAP version 13"
+echo "1..${#TESTS[@]}"
+RES_DEVS='siwn0|siwn1'
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=selftests/nvme/nvme_lib.sh
+. "$HERE/nvme_lib.sh"
+: >"$LOG"
+
+# ---------------------------------------------------------------- setup
+if ! command -v nvme >/dev/null || ! command -v fio >/dev/null; then
+	skip_rest "nvme-cli or fio missing (make deps)"
+fi
+check setup.modules load_modules brd nvmet nvmet_rdma nvmet_tcp nvme_fabrics nvme_rdma nvme_tcp
+[ "$fails" = 0 ] || skip_rest "modules missing"
+
+net_up() {
+	ip -batch - <<-EOF || return 1
+	link add vn0 type veth peer name vn1
+	addr add $TA/24 dev vn0
+	addr add $HA/24 dev vn1
+	link set vn0 up
+	link set vn1 up
+	EOF
+	local f
+	for f in all vn0 vn1; do
+		echo 0 >/proc/sys/net/ipv4/conf/$f/rp_filter
+		echo 1 >/proc/sys/net/ipv4/conf/$f/accept_local
+	done
+	# Both addresses are local: look up "local" only for what came in on
+	# the veth pair; what is for the other address goes out of it.
+	ip -batch - <<-EOF || return 1
+	rule add pref 10 iif vn0 lookup local
+	rule add pref 11 iif vn1 lookup local
+	route add $TA dev vn1 src $HA table 201
+	route add $HA dev vn0 src $TA table 202
+	rule add pref 20 to $TA lookup 201
+	rule add pref 21 to $HA lookup 202
+	rule add pref 100 lookup local
+	rule del pref 0
+	EOF
+	rdma link add siwn0 type siw netdev vn0 || return 1
+	rdma link add siwn1 type siw netdev vn1 || return 1
+	ip route get "$TA" from "$HA" | grep -q 'dev vn1' || return 1
+	{ ip rule; ip route get "$TA" from "$HA"; rdma link show; } >>"$LOG"
+}
+net_down() {
+	rdma link delete siwn1 2>/dev/null
+	rdma link delete siwn0 2>/dev/null
+	ip -batch - 2>/dev/null <<-EOF
+	rule add pref 0 lookup local
+	rule del pref 10
+	rule del pref 11
+	rule del pref 20
+	rule del pref 21
+	rule del pref 100
+	link del vn0
+	EOF
+}
+check setup.network net_up
+[ "$fails" = 0 ] || skip_rest "network setup failed"
+
+check setup.target target_up "1:rdma:$RPORT" "2:tcp:$TPORT"
+[ "$fails" = 0 ] || { target_down; net_down; skip_rest "target setup failed"; }
+
+BASE=$(rdma_res)
+say "rdma res with the target listening: $BASE"
+
+if nvme discover -t rdma -a "$TA" -s "$RPORT" -w "$HA" >"$OUT/nvme-discover.txt" 2>&1 &&
+   grep -q "subnqn: *$NQN" "$OUT/nvme-discover.txt" &&
+   grep -q "trtype: *rdma" "$OUT/nvme-discover.txt"; then
+	ok discover
+else
+	nok discover "nvme discover over rdma did not list $NQN:"
+	sed 's/^/#   /' "$OUT/nvme-discover.txt" | tail -n 12
+fi
+
+CTRL= DEV=
+if connect rdma "$RPORT"; then
+	say "connected over rdma: $CTRL, namespace $DEV"
+	ok connect
+else
+	nok connect "nvme connect -t rdma failed or no live controller/namespace (see $LOG)"
+	target_down; net_down; skip_rest "not connected"
+fi
+
+# path.veth: the controller's QPs are on siwn1 (host) and siwn0 (target)
+qps=$(rdma res show qp 2>/dev/null)
+echo "$qps" >>"$LOG"
+hq=$(echo "$qps" | grep -c 'link siwn1/')
+tq=$(echo "$qps" | grep -c 'link siwn0/')
+oq=$(echo "$qps" | grep -cE 'link siw[01]/')
+say "QPs: $hq on siwn1, $tq on siwn0, $oq on siw0/siw1"
+if [ "$hq" -ge 2 ] && [ "$tq" -ge 2 ] && [ "$oq" = 0 ]; then
+	ok path.veth
+else
+	nok path.veth "admin and I/O queue QPs should be on siwn1 and siwn0 only"
+fi
+
+for spec in "randwrite_4k_qd1 randwrite 4k 1" "randwrite_4k_qd8 randwrite 4k 8" \
+	    "randwrite_4k_qd32 randwrite 4k 32" "randrw_4k_qd16 randrw 4k 16" \
+	    "write_128k_qd1 write 128k 1" "write_128k_qd32 write 128k 32"; do
+	set -- $spec
+	if fio_job "$@"; then
+		ok "fio.$1"
+		say "$(tail -n 1 "$LOG")"
+	else
+		nok "fio.$1" "fio $* failed or did not verify (see $OUT/fio-$1.json, $LOG)"
+	fi
+done
+
+# reset.verify: nvme reset, live again, the last job's data verifies
+verify_last() {	# the data of fio.write_128k_qd32, read back and checked
+	TAG=verify-$1 fio_job write_128k_qd32 write 128k 32 --verify_only=1
+}
+reset_verify() {
+	nvme reset "/dev/$CTRL" >>"$LOG" 2>&1 || return 1
+	sleep 1
+	wait_live rdma && wait_ns && verify_last reset
+}
+check reset.verify reset_verify
+# after the first controller, the RDMA core's CQ pool keeps its CQs (2 a
+# device here) until the device goes: the cycles compare against POOLED,
+# and only the CQ count may differ from the resources before it
+disconnect_first() {
+	disconnect || return 1
+	POOLED=$(rdma_res)
+	say "rdma res after the first disconnect: $POOLED"
+	[ "$(nocq "$POOLED")" = "$(nocq "$BASE")" ] ||
+		{ say "resources other than CQs differ from before the connect: $BASE"; return 1; }
+}
+POOLED=
+check disconnect disconnect_first
+
+# tcp.reads_rdma_data: what was written over RDMA reads the same over
+# NVMe/TCP from the same RAM disk
+tcp_reads() {
+	connect tcp "$TPORT" || return 1
+	say "connected over tcp: $CTRL, namespace $DEV"
+	local rc=0
+	verify_last tcp || rc=1
+	disconnect || rc=1
+	return $rc
+}
+check tcp.reads_rdma_data tcp_reads
+
+# cycles: connect and disconnect; the rdma resources back to BASE each time
+cycles() {
+	local i now
+	for i in $(seq "$CYCLES"); do
+		connect rdma "$RPORT" || { say "cycle $i: connect failed"; return 1; }
+		disconnect || { say "cycle $i: disconnect failed"; return 1; }
+		now=$(rdma_res)
+		[ "$now" = "$POOLED" ] || { say "cycle $i: rdma res $now, not $POOLED"; return 1; }
+	done
+	say "$CYCLES connect/disconnect cycles"
+}
+check cycles cycles
+now=$(rdma_res)
+if [ -n "$POOLED" ] && [ "$now" = "$POOLED" ]; then
+	ok leak.rdma_res
+else
+	nok leak.rdma_res "rdma res after the cycles: $now; after the first disconnect: ${POOLED:-none}"
+fi
+
+# rmmod_siw_connected: kernel ULPs hold no reference on the module; the
+# RDMA core unregisters each device from its clients instead: nvmet-rdma
+# drops its queues, nvme-rdma deletes the controller. When the target's
+# device goes first, the host's shutdown command is never answered and
+# waits for the admin timeout (60 s by default, nvme-rdma's own
+# behaviour on any RDMA device; read at each command): 5 s meanwhile.
+AT=/sys/module/nvme_core/parameters/admin_timeout
+rmmod_connected() {
+	local at c rc=0 t0
+	at=$(cat "$AT")
+	echo 5 >"$AT"
+	connect rdma "$RPORT" || { echo "$at" >"$AT"; return 1; }
+	c=$CTRL
+	t0=$(date +%s)
+	timeout 120 rmmod siw >>"$LOG" 2>&1 || { say "rmmod siw failed with a controller connected"; rc=1; }
+	say "rmmod siw with $c connected: $(( $(date +%s) - t0 )) s"
+	echo "$at" >"$AT"
+	if [ -d /sys/module/siw ]; then
+		say "siw still loaded"; rc=1
+	fi
+	gone || { say "controller $c still there after rmmod siw"; rc=1; }
+	# back for the suites after this one and for the harness's teardown
+	if [ ! -d /sys/module/siw ]; then
+		insmod "${SIWX_MODULE:?}" || return 1
+	fi
+	rdma link show siw0 >/dev/null 2>&1 ||
+		rdma link add siw0 type siw netdev "${SIWX_NETDEV0:-veth0}" || rc=1
+	rdma link show siw1 >/dev/null 2>&1 ||
+		rdma link add siw1 type siw netdev "${SIWX_NETDEV1:-veth1}" || rc=1
+	return $rc
+}
+check rmmod_siw_connected rmmod_connected
+
+cleanup() {
+	local rc=0
+	nvme disconnect -n "$NQN" >/dev/null 2>&1
+	target_down || rc=1
+	net_down
+	unload_modules nvme_rdma nvmet_rdma nvme_tcp nvmet_tcp brd || rc=1
+	return $rc
+}
+check cleanup cleanup
+[ "$fails" = 0 ]
