@@ -230,17 +230,7 @@ local W = {
 }
 -- END wire.h
 
-local band, rshift = bit32.band, bit32.rshift
-
--- the bit number of the lowest set bit of mask
-local function shift_of(mask)
-	local n = 0
-	while mask ~= 0 and band(mask, 1) == 0 do
-		mask = rshift(mask, 1)
-		n = n + 1
-	end
-	return n
-end
+local band = bit32.band
 
 -- Display names, keyed by wire.h's names (SIWX_RDMAP_OP_<NAME>); the
 -- numbers are wire.h's.
