@@ -18,7 +18,8 @@
 #   flush, P2P         fl.global_mr.selectivity (Flushes of the whole MR)
 #                      with mpa_p2p=1, mpa_rtr_offer=send,write,read: the
 #                      IRD/ORD word with A and RTR bits, and an RTR
-#   imm_peer norecv    with mpa_ird_ord=ulp: IRD/ORD 0x3FFF, a Terminate
+#   imm_peer norecv    with mpa_ird_ord=ulp and mpa_p2p=1 (ulp alone makes
+#                      a revision 1 Request): IRD/ORD 0x3FFF, a Terminate
 # Every connection without mpa_p2p is an enhanced one too (the default
 # mpa_ird_ord=relaxed sends the IRD/ORD word). The module parameters are
 # restored afterwards.
@@ -72,7 +73,8 @@ restore() {
 }
 trap restore EXIT
 
-cap_start wireshark_cap "tcp" ||
+# -P: libpcap, which iwarp_capture.py reads (dumpcap writes pcapng)
+cap_start wireshark_cap "tcp" -P ||
 	all_fail "dumpcap did not start: $(tr '\n' ' ' < "$CAP_LOG")"
 LOG=$CAP_LOG
 n=1
@@ -95,6 +97,7 @@ SIWX_FLUSH_ROUNDS=4 run flush_selectivity_p2p 120 "$BIN/flush" \
 	-r fl.global_mr.selectivity
 restore
 echo ulp > "$PAR/mpa_ird_ord"
+echo 1 > "$PAR/mpa_p2p"
 run imm_peer_norecv_ulp 90 "$BIN/imm_peer" norecv "$((PORT0 + 2))"
 restore
 cap_stop

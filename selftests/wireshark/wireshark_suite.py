@@ -455,8 +455,17 @@ def mutated_dissector(tmp):
     return p
 
 
+CHECKS = ("tshark_runs", "decoder_runs", "mpa_frames", "opcodes",
+          "immediates", "flush_requests", "atomic_writes", "coverage")
+
+
 def capture_checks(tap, name, path, reqs, tmp):
-    res, counts, tcounts, dec = compare(path, tmpdir=tmp)
+    try:
+        res, counts, tcounts, dec = compare(path, tmpdir=tmp)
+    except (OSError, ValueError) as e:
+        for k in CHECKS:
+            tap.result("%s.%s" % (name, k), ["%s: %s" % (path, e)])
+        return
     notes = ["%s: %s" % (os.path.relpath(path, TOP) if path.startswith(TOP)
                          else path,
                          ", ".join("%s %d" % kv for kv in sorted(
@@ -536,7 +545,7 @@ def suite():
     fresh = os.path.join(os.environ.get("SIWX_RESULTS", "/nonexistent"),
                          "single", "wireshark_cap.pcap.gz")
     ncap = len(caps) + 1
-    print("1..%d" % (4 + 8 * ncap + 2 + 2))
+    print("1..%d" % (4 + len(CHECKS) * ncap + 2 + 2))
     tmp = tempfile.mkdtemp(prefix="wireshark.")
     try:
         wire_lua_checks(tap, tmp)
@@ -545,9 +554,7 @@ def suite():
         if os.path.exists(fresh):
             capture_checks(tap, "fresh", fresh, REQUIRE["fresh"], tmp)
         else:
-            for k in ("tshark_runs", "decoder_runs", "mpa_frames", "opcodes",
-                      "immediates", "flush_requests", "atomic_writes",
-                      "coverage"):
+            for k in CHECKS:
                 tap.result("fresh." + k, [], skip="no %s (suite "
                            "wireshark_cap did not run)" % fresh)
 
@@ -585,6 +592,9 @@ def main():
         tmp = tempfile.mkdtemp(prefix="wireshark.")
         try:
             dec, probs = decode(open_pcap(a[1], tmp))
+        except (OSError, ValueError) as e:
+            print("# %s: %s" % (a[1], e))
+            return 1
         finally:
             shutil.rmtree(tmp)
         probs += coverage(dec, REAL)
