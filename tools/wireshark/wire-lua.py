@@ -10,8 +10,9 @@ plugin is installed, so the constants are generated into siwx.lua, between
 its "BEGIN wire.h" and "END wire.h" lines, as one table:
 
     local W = {
-        MPA_KEY_REQ = "MPA ID Req Frame",
-        MPA_FLAG_M = 0x80,
+        MPA_KEY_REQ = "...",        -- the string #defines as strings
+        MPA_KEY_REP = "...",
+        MPA_KEY_SIZE = 0x10,
         ...
     }
 
