@@ -21,7 +21,7 @@ DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
 .PHONY: all deps stage modules siwx upstream rdma-core rpma selftests check demo bench \
-	install install-modules install-userspace checkpatch series-check upstream-series clean distclean \
+	install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
 	help ktest
 
 all: modules rdma-core selftests
@@ -38,7 +38,8 @@ help:
 	@echo "make series-check build siw.ko and checkpatch --strict after every kernel patch"
 	@echo "make upstream-series the series with our files folded in (build/upstream-series/out), checked"
 	@echo "make bench       siwx vs upstream siw, rxe and raw TCP (BENCH=quick|full)"
-	@echo "make install     install siw.ko (updates/) and rdma-core into PREFIX=$(PREFIX)"
+	@echo "make install     install siw.ko (updates/), rdma-core into PREFIX=$(PREFIX), the Wireshark dissector"
+	@echo "make install-wireshark  tools/wireshark/siwx.lua into WIRESHARK_LUA_DIR"
 	@echo "Variables: KVER=$(KVER) PREFIX=$(PREFIX)"
 
 deps:
@@ -108,7 +109,7 @@ upstream-series: stage
 	@KDIR=$(KDIR) SERIES_DIR=$(BUILD)/upstream-series/out SERIES_OWN_FILES=0 \
 		SERIES_WORK=$(BUILD)/upstream-series/check $(TOP)/tools/series-check.sh $(BUILD)
 
-install: install-modules install-userspace
+install: install-modules install-userspace install-wireshark
 
 install-modules: siwx
 	install -D -m 0644 $(BUILD)/siwx/siw.ko $(DESTDIR)/lib/modules/$(KVER)/updates/siw.ko
@@ -116,6 +117,16 @@ install-modules: siwx
 
 install-userspace: $(DEPS_OK)
 	@$(TOP)/tools/build-rdma-core.sh $(BUILD)/rdma-core-install $(PREFIX) "$(DESTDIR)"
+
+# The Lua dissector (Documentation/wireshark.md) into the folder Wireshark
+# loads global Lua plugins from: what tshark reports, else Debian's.
+WIRESHARK_LUA_DIR ?= $(or $(shell tshark -G folders 2>/dev/null | \
+	sed -n 's/^Global Lua Plugins:[[:space:]]*//p'),/usr/lib/$(shell \
+	gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/wireshark/plugins)
+
+install-wireshark:
+	@$(TOP)/tools/wireshark/wire-lua.py --check >/dev/null
+	install -D -m 0644 $(TOP)/tools/wireshark/siwx.lua $(DESTDIR)$(WIRESHARK_LUA_DIR)/siwx.lua
 
 clean:
 	rm -rf $(BUILD)/siwx $(BUILD)/upstream $(BUILD)/selftests $(BUILD)/vm $(BUILD)/tools

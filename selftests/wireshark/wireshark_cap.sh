@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# wireshark_cap.sh - suite wireshark_cap (single VM): one capture of real
+# siwx traffic with everything tools/wireshark/siwx.lua decodes, for the
+# host suite wireshark (selftests/wireshark/wireshark.sh), which compares
+# the dissector's fields with selftests/lib/iwarp_capture.py on it. The
+# committed reference capture selftests/wireshark/pcaps/siwx.pcap.gz is one
+# of these.
+#
+# While dumpcap records lo (traffic between the two local veth addresses
+# flows over lo, Documentation/vm.md):
+#   imm_peer ops       Sends, RDMA Writes with Immediate (Immediate Data,
+#                      with and without SE), a plain Write
+#   atomic_peer ops    FetchAdd/CmpSwap, masked and not, Reads between
+#   flush              fl.global_range.aw_pipeline (Writes, Flushes of a
+#                      range, Atomic Writes), SIWX_FLUSH_ROUNDS=4
+#   flush, P2P         fl.global_mr.selectivity (Flushes of the whole MR)
+#                      with mpa_p2p=1, mpa_rtr_offer=send,write,read: the
+#                      IRD/ORD word with A and RTR bits, and an RTR
+#   imm_peer norecv    with mpa_ird_ord=ulp and mpa_p2p=1 (ulp alone makes
+#                      a revision 1 Request): IRD/ORD 0x3FFF, a Terminate
+# Every connection without mpa_p2p is an enhanced one too (the default
+# mpa_ird_ord=relaxed sends the IRD/ORD word). The module parameters are
+# restored afterwards.
+#
+# Output: SIWX_RESULTS/wireshark_cap.pcap.gz (gzip -9) and the programs'
+# logs; TAP: each program ran, and iwarp_capture.py finds each kind of
+# message in the capture.
+#
+# Environment: SIWX_BIN, SIWX_RESULTS, SIWX_ADDR0/1 (passed on),
+# SIWX_WIRESHARK_CAP_PORT (first port of imm_peer/atomic_peer, 40401).
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${SIWX_BIN:-$HERE/../../build/selftests/bin}
+OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
+PORT0=${SIWX_WIRESHARK_CAP_PORT:-40401}
+PY=$(command -v /usr/bin/python3 || command -v python3)
+PAR=/sys/module/siw/parameters
+TESTS=(capture imm_peer_ops atomic_peer_ops flush_aw_pipeline
+       flush_selectivity_p2p imm_peer_norecv_ulp contents)
+
+all_fail() {	# REASON
+	local i=1 t
+	echo "TAP version 13"
+	echo "1..${#TESTS[@]}"
+	echo "# $1"
+	for t in "${TESTS[@]}"; do
+		echo "not ok $i wireshark_cap.$t"
+		i=$((i + 1))
+	done
+	exit 1
+}
+
+. "$HERE/../lib/capture.sh"
+[ -x "$DUMPCAP" ] || all_fail "dumpcap not installed (apt-get install tshark)"
+[ -n "$PY" ] || all_fail "python3 not installed"
+for p in imm_peer atomic_peer flush; do
+	[ -x "$BIN/$p" ] || all_fail "$BIN/$p missing (make selftests)"
+done
+[ -w "$PAR/mpa_p2p" ] || all_fail "$PAR not writable (siw not loaded?)"
+
+saved=()
+for p in mpa_p2p mpa_rtr_offer mpa_ird_ord; do
+	saved+=("$p=$(cat "$PAR/$p")")
+done
+restore() {
+	local s
+	for s in "${saved[@]}"; do
+		echo "${s#*=}" > "$PAR/${s%%=*}" 2>/dev/null
+	done
+}
+trap restore EXIT
+
+# -P: libpcap, which iwarp_capture.py reads (dumpcap writes pcapng)
+cap_start wireshark_cap "tcp" -P ||
+	all_fail "dumpcap did not start: $(tr '\n' ' ' < "$CAP_LOG")"
+LOG=$CAP_LOG
+n=1
+RES=()
+run() {	# NAME TIMEOUT COMMAND...
+	local name=$1 t=$2 rc
+	shift 2
+	timeout "$t" "$@" > "$OUT/wireshark_cap.$name.out" 2>&1
+	rc=$?
+	echo "$name: $* exit $rc" >> "$LOG"
+	RES+=("$rc")
+}
+run imm_peer_ops 90 "$BIN/imm_peer" ops "$PORT0"
+run atomic_peer_ops 90 "$BIN/atomic_peer" ops "$((PORT0 + 1))"
+SIWX_FLUSH_ROUNDS=4 run flush_aw_pipeline 120 "$BIN/flush" \
+	-r fl.global_range.aw_pipeline
+echo 1 > "$PAR/mpa_p2p"
+echo send,write,read > "$PAR/mpa_rtr_offer"
+SIWX_FLUSH_ROUNDS=4 run flush_selectivity_p2p 120 "$BIN/flush" \
+	-r fl.global_mr.selectivity
+restore
+echo ulp > "$PAR/mpa_ird_ord"
+echo 1 > "$PAR/mpa_p2p"
+run imm_peer_norecv_ulp 90 "$BIN/imm_peer" norecv "$((PORT0 + 2))"
+restore
+cap_stop
+PCAP=$CAP_PCAP
+
+echo "TAP version 13"
+echo "1..${#TESTS[@]}"
+[ -n "$CAP_SUMMARY" ] && echo "$CAP_SUMMARY"
+if [ -s "$PCAP" ] && gzip -9 -c "$PCAP" > "$OUT/wireshark_cap.pcap.gz"; then
+	echo "# $(stat -c %s "$PCAP") bytes, $(stat -c %s "$OUT/wireshark_cap.pcap.gz") gzip'd"
+	echo "ok $n wireshark_cap.capture"
+else
+	echo "not ok $n wireshark_cap.capture"
+fi
+rm -f "$PCAP"
+fails=0
+i=0
+for t in "${TESTS[@]:1:5}"; do
+	n=$((n + 1))
+	if [ "${RES[$i]}" = 0 ]; then
+		echo "ok $n wireshark_cap.$t"
+	else
+		sed 's/^/# /' "$OUT/wireshark_cap.$t.out" | tail -n 20
+		echo "not ok $n wireshark_cap.$t # exit ${RES[$i]}"
+		fails=$((fails + 1))
+	fi
+	i=$((i + 1))
+done
+n=$((n + 1))
+if "$PY" "$HERE/wireshark_suite.py" contents "$OUT/wireshark_cap.pcap.gz"; then
+	echo "ok $n wireshark_cap.contents"
+else
+	echo "not ok $n wireshark_cap.contents"
+	fails=$((fails + 1))
+fi
+echo "# capture: $OUT/wireshark_cap.pcap.gz; log: $LOG"
+[ "$fails" = 0 ]
