@@ -6,6 +6,8 @@
 #
 #   tools/deps.sh           install what is missing
 #   tools/deps.sh --check   exit 1 if anything is missing, install nothing
+#   tools/deps.sh --server-units
+#                           the units of the server packages, masked here
 #
 # rdma-core 56.1 comes as a Debian *source* package from the trixie suite,
 # so a deb-src entry for trixie is added, pointing at the same mirror the
@@ -31,6 +33,22 @@ pkgs=(
 	# kernel storage ULPs over siwx (suite nvme): the host side and the I/O verifier
 	nvme-cli fio
 )
+# Servers the test VMs run (they share this machine's root read-only): the
+# packages are installed here, their services never started here. During
+# their install a policy-rc.d refuses every start (unless the machine has
+# one already), and afterwards their units are masked.
+server_pkgs=(
+	nfs-kernel-server	# suite nfs: rpc.nfsd, rpc.mountd, exportfs (and rpcbind)
+	targetcli-fb open-iscsi	# suite iser: LIO's targetcli, iscsid and iscsiadm
+)
+server_units=(
+	nfs-server.service nfs-kernel-server.service nfs-mountd.service nfsdcld.service
+	nfs-idmapd.service nfs-blkmap.service rpc-statd.service rpc-statd-notify.service
+	rpc-svcgssd.service rpc-gssd.service rpcbind.service rpcbind.socket
+	iscsid.service iscsid.socket open-iscsi.service
+	targetclid.service targetclid.socket rtslib-fb-targetctl.service
+)
+pkgs+=("${server_pkgs[@]}")
 src_list=/etc/apt/sources.list.d/siwx-trixie-src.sources
 
 missing() {
@@ -47,6 +65,10 @@ have_src() {
 		grep -rqs 'deb-src' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null
 }
 
+if [ "${1:-}" = --server-units ]; then	# for the host_services suite
+	printf '%s\n' "${server_units[@]}"
+	exit 0
+fi
 need=$(missing | tr '\n' ' ')
 if [ "${1:-}" = --check ]; then
 	[ -z "$need" ] && have_src && exit 0
@@ -70,7 +92,23 @@ fi
 if [ -n "$need" ]; then
 	echo "deps: installing:$need"
 	apt-get update -q
+	ours_policy=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\n# tools/deps.sh: no service starts while siwx installs\nexit 101\n' \
+			>/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		ours_policy=1
+	fi
 	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(missing)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(missing) ||
+		{ [ -z "$ours_policy" ] || rm -f /usr/sbin/policy-rc.d; exit 1; }
+	[ -z "$ours_policy" ] || rm -f /usr/sbin/policy-rc.d
+fi
+# the server packages' units: masked, so that nothing starts them here
+if command -v systemctl >/dev/null; then
+	for u in "${server_units[@]}"; do
+		[ "$(systemctl is-enabled "$u" 2>/dev/null)" = masked ] ||
+			systemctl mask "$u" >/dev/null 2>&1 || true
+	done
 fi
 echo "deps: all present"

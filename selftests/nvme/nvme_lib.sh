@@ -1,52 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # nvme_lib.sh - sourced by the nvme suites (nvme_rdma.sh in one VM,
-# nvme_pair.sh across two): TAP helpers, the nvmet configfs target, the
-# nvme-cli host side, fio with verification, the RDMA resource counts.
+# nvme_pair.sh across two): the nvmet configfs target, the nvme-cli host
+# side, fio with verification; with lib/tap_out.sh and lib/ulp.sh.
 #
 # The caller sets: TESTS (the plan), OUT, LOG, NQN, TA (the target's
 # address), HA (the host's), FSIZE (per fio job), RES_DEVS (the rdma
 # devices rdma_res counts, an awk regex), CFS (default nvmet configfs).
 
 CFS=${CFS:-/sys/kernel/config/nvmet}
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n nvme.$1${2:+ # SKIP $2}"; }
-nok() {
-	n=$((n + 1)); fails=$((fails + 1))
-	[ -z "${2:-}" ] || echo "# $2"
-	echo "not ok $n nvme.$1"
-}
-check() {	# NAME CMD...: ok when CMD succeeds
-	local name=$1; shift
-	if "$@" >>"$LOG" 2>&1; then ok "$name"; else nok "$name" "$* failed (see $LOG)"; fi
-}
-# skip_rest REASON: every test not reported yet fails with REASON
-skip_rest() {
-	while [ "$n" -lt "${#TESTS[@]}" ]; do nok "${TESTS[$n]}" "$1"; done
-	exit 1
-}
-say() { echo "# $*"; echo "== $*" >>"$LOG"; }
-
-# load_modules MODULE...: brd as a 64 MiB RAM disk (/dev/ram0); with
-# nvmet, configfs mounted
-load_modules() {
-	local m
-	for m in "$@"; do
-		case $m in
-		brd) modprobe brd rd_nr=1 rd_size=65536 && [ -b /dev/ram0 ] || return 1 ;;
-		*) modprobe "$m" || return 1 ;;
-		esac
-	done
-	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
-	case " $* " in *" nvmet "*) [ -d "$CFS" ] ;; esac
-}
-unload_modules() {	# MODULE...: each one that is loaded
-	local m rc=0
-	for m in "$@"; do
-		[ ! -d "/sys/module/$m" ] || rmmod "$m" >>"$LOG" 2>&1 || rc=1
-	done
-	return $rc
-}
+TAP_PREFIX=${TAP_PREFIX:-nvme}
+# shellcheck source=selftests/lib/tap_out.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/tap_out.sh"
+# shellcheck source=selftests/lib/ulp.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/ulp.sh"
 
 # ---------------------------------------------------------------- target
 port_add() {	# ID TRTYPE SVCID
@@ -83,16 +50,6 @@ target_down() {
 	rmdir "$CFS/subsystems/$NQN/namespaces/1" "$CFS/subsystems/$NQN" 2>/dev/null
 	[ ! -e "$CFS/subsystems/$NQN" ]
 }
-# rdma_res: "pd cq qp cm_id mr" of the devices RES_DEVS matches
-rdma_res() {
-	rdma res show | awk -v re="^(${RES_DEVS}):\$" '$2 ~ re {
-		for (i = 3; i < NF; i += 2) if ($i ~ /^(pd|cq|qp|cm_id|mr)$/) printf "%s.%s=%s ", $2, $i, $(i + 1)
-	}'
-}
-# after the first controller, the RDMA core's CQ pool keeps its CQs until
-# the device goes: nocq drops the CQ counts from an rdma_res line
-nocq() { echo "$1" | tr ' ' '\n' | grep -v '\.cq=' | tr '\n' ' '; }
-
 # ---------------------------------------------------------------- host
 # ctrl_of TRTYPE: the controller (nvmeN) of our subsystem on TRTYPE
 ctrl_of() {

@@ -18,11 +18,11 @@
 #    then the same queue depth 1 job over NVMe/TCP on the same wire (a
 #    correctness test; its IOPS next to RDMA's are a hint, the bench
 #    measures), and tells a it is done. The queue depth 1 jobs move
-#    NVME_PAIR_QD1_SIZE (1M): between two TCG guests one I/O takes tens
+#    NVME_PAIR_QD1_SIZE (256k): between two TCG guests one I/O takes tens
 #    of milliseconds.
 #
 # Environment: SIWX_ROLE, SIWX_LOCAL, SIWX_PEER, SIWX_RESULTS,
-# NVME_PAIR_CYCLES (5), NVME_FIO_SIZE (8M), NVME_PAIR_QD1_SIZE (1M),
+# NVME_PAIR_CYCLES (5), NVME_FIO_SIZE (8M), NVME_PAIR_QD1_SIZE (256k),
 # SIWX_NVME_SYNC_PORT (18700).
 
 set -u
@@ -30,7 +30,7 @@ OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
 ROLE=${SIWX_ROLE:-}
 CYCLES=${NVME_PAIR_CYCLES:-5}
 FSIZE=${NVME_FIO_SIZE:-8M}
-QD1SIZE=${NVME_PAIR_QD1_SIZE:-1M}
+QD1SIZE=${NVME_PAIR_QD1_SIZE:-256k}
 SYNC=${SIWX_NVME_SYNC_PORT:-18700}
 NQN=nqn.2026-12.org.siwx:nvme-pair
 RPORT=4420 TPORT=4421

@@ -59,49 +59,6 @@ fi
 check setup.modules load_modules brd nvmet nvmet_rdma nvmet_tcp nvme_fabrics nvme_rdma nvme_tcp
 [ "$fails" = 0 ] || skip_rest "modules missing"
 
-net_up() {
-	ip -batch - <<-EOF || return 1
-	link add vn0 type veth peer name vn1
-	addr add $TA/24 dev vn0
-	addr add $HA/24 dev vn1
-	link set vn0 up
-	link set vn1 up
-	EOF
-	local f
-	for f in all vn0 vn1; do
-		echo 0 >/proc/sys/net/ipv4/conf/$f/rp_filter
-		echo 1 >/proc/sys/net/ipv4/conf/$f/accept_local
-	done
-	# Both addresses are local: look up "local" only for what came in on
-	# the veth pair; what is for the other address goes out of it.
-	ip -batch - <<-EOF || return 1
-	rule add pref 10 iif vn0 lookup local
-	rule add pref 11 iif vn1 lookup local
-	route add $TA dev vn1 src $HA table 201
-	route add $HA dev vn0 src $TA table 202
-	rule add pref 20 to $TA lookup 201
-	rule add pref 21 to $HA lookup 202
-	rule add pref 100 lookup local
-	rule del pref 0
-	EOF
-	rdma link add siwn0 type siw netdev vn0 || return 1
-	rdma link add siwn1 type siw netdev vn1 || return 1
-	ip route get "$TA" from "$HA" | grep -q 'dev vn1' || return 1
-	{ ip rule; ip route get "$TA" from "$HA"; rdma link show; } >>"$LOG"
-}
-net_down() {
-	rdma link delete siwn1 2>/dev/null
-	rdma link delete siwn0 2>/dev/null
-	ip -batch - 2>/dev/null <<-EOF
-	rule add pref 0 lookup local
-	rule del pref 10
-	rule del pref 11
-	rule del pref 20
-	rule del pref 21
-	rule del pref 100
-	link del vn0
-	EOF
-}
 check setup.network net_up
 [ "$fails" = 0 ] || skip_rest "network setup failed"
 

@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# iser.sh - suite "iser": iSCSI Extensions for RDMA over siwx in one VM:
+# an LIO target (targetcli-fb, ib_isert) exporting a brd RAM disk on
+# 192.168.79.1:3260 (vn0, siwn0) and Debian's open-iscsi initiator
+# (iscsid, iscsiadm, ib_iser) on 192.168.79.2 (vn1, siwn1), policy routing
+# in between (selftests/lib/ulp.sh). TAP output.
+#
+# Tests: the target with its portal's iSER enabled, discovery, login over
+# the iser interface, the session's transport and the QPs on the two siwx
+# devices, fio with --verify=crc32c, logout, the teardown.
+#
+# Known to fail (default=off): LIO adds iSER to a network portal that
+# already listens for iSCSI/TCP on the same address and port, and iWARP's
+# listener is a TCP listener in the same port space: ib_isert's
+# rdma_listen() fails with EADDRINUSE ("Cannot change iser"). siw opts
+# out of the iWARP port mapper (IW_F_NO_PORT_MAP); see
+# Documentation/ulps.md.
+#
+# Environment: SIWX_RESULTS (logs), ISER_FIO_SIZE (8M).
+
+set -u
+OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
+FSIZE=${ISER_FIO_SIZE:-8M}
+TA=192.168.79.1 HA=192.168.79.2
+IQN=iqn.2026-12.org.siwx:iser-test
+LOG=$OUT/iser.log
+RES_DEVS='siwn0|siwn1'
+TAP_PREFIX=iser
+HERE=$(cd "$(dirname "$0")" && pwd)
+PATH=$PATH:/usr/sbin:/sbin
+
+TESTS=(
+	setup.modules setup.network setup.target discovery login path.veth
+	fio.randwrite_4k_qd16 logout cleanup
+)
+echo "TAP version 13"
+echo "1..${#TESTS[@]}"
+# shellcheck source=selftests/lib/tap_out.sh
+. "$HERE/../lib/tap_out.sh"
+# shellcheck source=selftests/lib/ulp.sh
+. "$HERE/../lib/ulp.sh"
+: >"$LOG"
+
+for t in targetcli iscsid iscsiadm dbus-daemon fio; do
+	command -v "$t" >/dev/null || skip_rest "$t missing (make deps: targetcli-fb, open-iscsi, fio)"
+done
+MODS=(brd target_core_mod target_core_iblock iscsi_target_mod ib_isert ib_iser)
+check setup.modules load_modules "${MODS[@]}"
+[ "$fails" = 0 ] || skip_rest "modules missing"
+check setup.network net_up
+[ "$fails" = 0 ] || skip_rest "network setup failed"
+
+# targetcli-fb 2.1.53 asks the D-Bus system bus for tcmu-runner's user
+# backstores and fails without one: a private bus, only for it
+DBUS_PID=
+dbus_up() {
+	local sock=/run/siwx-iser-dbus.sock
+	DBUS_PID=$(dbus-daemon --session --address="unix:path=$sock" --fork --print-pid) || return 1
+	export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$sock
+}
+tcli() { echo "targetcli $*"; targetcli "$@"; }
+target_up() {
+	local t=/iscsi/$IQN/tpg1
+	dbus_up || return 1
+	tcli set global auto_save_on_exit=false auto_add_default_portal=false || return 1
+	tcli /backstores/block create name=ram0 dev=/dev/ram0 || return 1
+	tcli /iscsi create "$IQN" || return 1
+	tcli "$t/luns" create /backstores/block/ram0 || return 1
+	tcli "$t" set attribute authentication=0 demo_mode_write_protect=0 \
+		generate_node_acls=1 cache_dynamic_acls=1 || return 1
+	tcli "$t/portals" create "$TA" 3260 || return 1
+	tcli "$t/portals/$TA:3260" enable_iser boolean=true || return 1
+	tcli ls
+}
+target_down() {
+	targetcli clearconfig confirm=True
+}
+check setup.target target_up
+if [ "$fails" != 0 ] && dmesg | grep -q 'isert_setup_id: rdma_listen() failed: -98'; then
+	say "ib_isert: rdma_listen() failed with EADDRINUSE: the portal's iSCSI/TCP listener holds $TA:3260"
+fi
+[ "$fails" = 0 ] || { target_down >>"$LOG" 2>&1; net_down; skip_rest "target setup failed"; }
+
+iscsid >>"$LOG" 2>&1
+sleep 1
+if iscsiadm -m discovery -t st -p "$TA:3260" -I iser >"$OUT/iser-discovery.txt" 2>&1 &&
+   grep -q "$IQN" "$OUT/iser-discovery.txt"; then
+	ok discovery
+else
+	nok discovery "iscsiadm discovery over iser did not list $IQN:"
+	sed 's/^/#   /' "$OUT/iser-discovery.txt" | tail -n 8
+fi
+
+DEV=
+login() {
+	iscsiadm -m node -T "$IQN" -p "$TA:3260" -I iser --login || return 1
+	local i
+	for i in $(seq 100); do
+		DEV=$(iscsiadm -m session -P 3 2>/dev/null | sed -n 's/.*Attached scsi disk \([a-z]*\).*/\1/p' | head -n 1)
+		[ -n "$DEV" ] && [ -b "/dev/$DEV" ] && { DEV=/dev/$DEV; break; }
+		sleep 0.2
+	done
+	[ -b "$DEV" ] || return 1
+	iscsiadm -m session -P 1 | tee -a "$OUT/iser-session.txt" | grep -q "iface.transport_name: iser\|Iface Transport: iser"
+}
+check login login
+say "session: $(iscsiadm -m session 2>&1 | head -n 1), disk ${DEV:-none}"
+
+qps=$(rdma res show qp 2>/dev/null)
+echo "$qps" >>"$LOG"
+cq=$(echo "$qps" | grep -c 'link siwn1/')
+sq=$(echo "$qps" | grep -c 'link siwn0/')
+oq=$(echo "$qps" | grep -cE 'link siw[01]/')
+say "QPs: $cq on siwn1, $sq on siwn0, $oq on siw0/siw1"
+if [ "$cq" -ge 1 ] && [ "$sq" -ge 1 ] && [ "$oq" = 0 ]; then
+	ok path.veth
+else
+	nok path.veth "the session's QPs should be on siwn1 and siwn0 only"
+fi
+
+fio_dev() {
+	[ -b "$DEV" ] || return 1
+	fio --name=iser --filename="$DEV" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bs=4k --iodepth=16 --size="$FSIZE" \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 \
+		--output-format=json --output="$OUT/fio-iser.json" || return 1
+	python3 - "$OUT/fio-iser.json" <<-'EOF'
+	import json, sys
+	j = json.load(open(sys.argv[1]))["jobs"][0]
+	w, r = j["write"]["io_bytes"], j["read"]["io_bytes"]
+	print(f'{j["jobname"]}: error {j["error"]}, wrote {w} B, read {r} B, '
+	      f'write {j["write"]["iops"]:.0f} IOPS, read {j["read"]["iops"]:.0f} IOPS')
+	sys.exit(0 if j["error"] == 0 and w > 0 and r > 0 else 1)
+	EOF
+}
+check fio.randwrite_4k_qd16 fio_dev
+logout() {
+	iscsiadm -m node -T "$IQN" -p "$TA:3260" -I iser --logout || return 1
+	! iscsiadm -m session >/dev/null 2>&1
+}
+check logout logout
+cleanup() {
+	local rc=0
+	iscsiadm -m node -o delete >/dev/null 2>&1
+	pkill -x iscsid
+	target_down || rc=1
+	[ -z "$DBUS_PID" ] || kill "$DBUS_PID"
+	net_down
+	sleep 1
+	unload_modules ib_iser ib_isert iscsi_target_mod target_core_iblock target_core_mod brd || rc=1
+	return $rc
+}
+check cleanup cleanup
+[ "$fails" = 0 ]
