@@ -77,9 +77,12 @@ target_up() {
 target_down() {
 	targetcli clearconfig confirm=True
 }
-check setup.target target_up
-if [ "$fails" != 0 ] && dmesg | grep -q 'isert_setup_id: rdma_listen() failed: -98'; then
-	say "ib_isert: rdma_listen() failed with EADDRINUSE: the portal's iSCSI/TCP listener holds $TA:3260"
+if target_up >>"$LOG" 2>&1; then
+	ok setup.target
+elif dmesg | grep -q 'isert_setup_id: rdma_listen() failed: -98'; then
+	nok setup.target "ib_isert: rdma_listen() failed with EADDRINUSE: the portal's iSCSI/TCP listener holds $TA:3260 (see $LOG)"
+else
+	nok setup.target "target_up failed (see $LOG)"
 fi
 [ "$fails" = 0 ] || { target_down >>"$LOG" 2>&1; net_down; skip_rest "target setup failed"; }
 
@@ -108,32 +111,13 @@ login() {
 check login login
 say "session: $(iscsiadm -m session 2>&1 | head -n 1), disk ${DEV:-none}"
 
-qps=$(rdma res show qp 2>/dev/null)
-echo "$qps" >>"$LOG"
-cq=$(echo "$qps" | grep -c 'link siwn1/')
-sq=$(echo "$qps" | grep -c 'link siwn0/')
-oq=$(echo "$qps" | grep -cE 'link siw[01]/')
-say "QPs: $cq on siwn1, $sq on siwn0, $oq on siw0/siw1"
-if [ "$cq" -ge 1 ] && [ "$sq" -ge 1 ] && [ "$oq" = 0 ]; then
-	ok path.veth
-else
-	nok path.veth "the session's QPs should be on siwn1 and siwn0 only"
-fi
+path_test "the session"
 
 fio_dev() {
 	[ -b "$DEV" ] || return 1
-	fio --name=iser --filename="$DEV" --direct=1 --ioengine=libaio \
+	fio_run "$OUT/fio-iser.json" --name=iser --filename="$DEV" --direct=1 --ioengine=libaio \
 		--rw=randwrite --bs=4k --iodepth=16 --size="$FSIZE" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 \
-		--output-format=json --output="$OUT/fio-iser.json" || return 1
-	python3 - "$OUT/fio-iser.json" <<-'EOF'
-	import json, sys
-	j = json.load(open(sys.argv[1]))["jobs"][0]
-	w, r = j["write"]["io_bytes"], j["read"]["io_bytes"]
-	print(f'{j["jobname"]}: error {j["error"]}, wrote {w} B, read {r} B, '
-	      f'write {j["write"]["iops"]:.0f} IOPS, read {j["read"]["iops"]:.0f} IOPS')
-	sys.exit(0 if j["error"] == 0 and w > 0 and r > 0 else 1)
-	EOF
+		--verify=crc32c --do_verify=1 --verify_fatal=1
 }
 check fio.randwrite_4k_qd16 fio_dev
 logout() {

@@ -20,6 +20,9 @@
 #   nocq LINE           that line without the CQ counts
 #   load_modules M...   modprobe each (brd as a 64 MiB /dev/ram0)
 #   unload_modules M... rmmod each one that is loaded
+#   res_pooled, res_cycles N UP DOWN, res_leak_test, path_test WHAT
+#                       the resource and path checks (TAP, lib/tap_out.sh)
+#   fio_run JSON OPT... fio, its report checked by lib/fio_check.py
 
 TA=${TA:-192.168.79.1}
 HA=${HA:-192.168.79.2}
@@ -96,4 +99,62 @@ unload_modules() {	# MODULE...: each one that is loaded
 		[ ! -d "/sys/module/$m" ] || rmmod "$m" >>"$LOG" 2>&1 || rc=1
 	done
 	return $rc
+}
+
+# ---------------------------------------------------------------- checks
+# The RDMA core's CQ pool keeps its CQs (two a device here) from a ULP's
+# first connection until the device goes. res_pooled takes the counts
+# after the first teardown as POOLED; only the CQs may differ from BASE,
+# the counts before the first connection.
+res_pooled() {
+	POOLED=$(rdma_res)
+	say "rdma res after the first teardown: $POOLED"
+	[ "$(nocq "$POOLED")" = "$(nocq "$BASE")" ] ||
+		{ say "resources other than CQs differ from before: $BASE"; return 1; }
+}
+# res_cycles N UP DOWN: UP then DOWN (functions), N times; the counts back
+# to POOLED after each
+res_cycles() {
+	local i now
+	[ -n "${POOLED:-}" ] || { say "no counts after a first teardown"; return 1; }
+	for i in $(seq "$1"); do
+		"$2" || { say "cycle $i: $2 failed"; return 1; }
+		"$3" || { say "cycle $i: $3 failed"; return 1; }
+		now=$(rdma_res)
+		[ "$now" = "$POOLED" ] || { say "cycle $i: rdma res $now, not $POOLED"; return 1; }
+	done
+	say "$1 cycles of $2 and $3"
+}
+# res_leak_test: test leak.rdma_res, the counts now against POOLED
+res_leak_test() {
+	local now
+	now=$(rdma_res)
+	if [ -n "${POOLED:-}" ] && [ "$now" = "$POOLED" ]; then
+		ok leak.rdma_res
+	else
+		nok leak.rdma_res "rdma res now: $now; after the first teardown: ${POOLED:-none}"
+	fi
+}
+# path_test WHAT: test path.veth, WHAT's QPs on siwn1 and siwn0 (at least
+# MIN each, default 1) and none on the harness's siw0/siw1
+path_test() {
+	local qps c s o
+	qps=$(rdma res show qp 2>/dev/null)
+	echo "$qps" >>"$LOG"
+	c=$(echo "$qps" | grep -c 'link siwn1/')
+	s=$(echo "$qps" | grep -c 'link siwn0/')
+	o=$(echo "$qps" | grep -cE 'link siw[01]/')
+	say "QPs: $c on siwn1, $s on siwn0, $o on siw0/siw1"
+	if [ "$c" -ge "${MIN:-1}" ] && [ "$s" -ge "${MIN:-1}" ] && [ "$o" = 0 ]; then
+		ok path.veth
+	else
+		nok path.veth "$1's QPs should be on siwn1 and siwn0 only"
+	fi
+}
+# fio_run JSON FIO_OPTION...: fio with JSON output into JSON, then
+# fio_check.py: no error, bytes moved
+fio_run() {
+	local json=$1; shift
+	fio "$@" --output-format=json --output="$json" >>"$LOG" 2>&1 &&
+		python3 "$(dirname "${BASH_SOURCE[0]}")/fio_check.py" "$json" >>"$LOG"
 }

@@ -115,33 +115,13 @@ else
 	server_down >>"$LOG" 2>&1; net_down; skip_rest "not mounted"
 fi
 
-qps=$(rdma res show qp 2>/dev/null)
-echo "$qps" >>"$LOG"
-cq=$(echo "$qps" | grep -c 'link siwn1/')
-sq=$(echo "$qps" | grep -c 'link siwn0/')
-oq=$(echo "$qps" | grep -cE 'link siw[01]/')
-say "QPs: $cq on siwn1, $sq on siwn0, $oq on siw0/siw1"
-if [ "$cq" -ge 1 ] && [ "$sq" -ge 1 ] && [ "$oq" = 0 ]; then
-	ok path.veth
-else
-	nok path.veth "the mount's QPs should be on siwn1 and siwn0 only"
-fi
+path_test "the mount"
 
 # fio_file NAME RW BS QD: a job on a file of the mount, crc32c verified
 fio_file() {
-	local name=$1 json=$OUT/fio-nfs-$1.json
-	fio --name="$name" --filename="$MNT/fio-$name" --direct=1 --ioengine=libaio \
-		--rw="$2" --bs="$3" --iodepth="$4" --size="$FSIZE" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 \
-		--output-format=json --output="$json" >>"$LOG" 2>&1 || return 1
-	python3 - "$json" <<-'EOF' >>"$LOG"
-	import json, sys
-	j = json.load(open(sys.argv[1]))["jobs"][0]
-	w, r = j["write"]["io_bytes"], j["read"]["io_bytes"]
-	print(f'{j["jobname"]}: error {j["error"]}, wrote {w} B, read {r} B, '
-	      f'write {j["write"]["bw"]} KiB/s, read {j["read"]["bw"]} KiB/s')
-	sys.exit(0 if j["error"] == 0 and w > 0 and r > 0 else 1)
-	EOF
+	fio_run "$OUT/fio-nfs-$1.json" --name="$1" --filename="$MNT/fio-$1" --direct=1 \
+		--ioengine=libaio --rw="$2" --bs="$3" --iodepth="$4" --size="$FSIZE" \
+		--verify=crc32c --do_verify=1 --verify_fatal=1
 }
 for spec in "randwrite_4k_qd16 randwrite 4k 16" "write_1m_qd4 write 1m 4"; do
 	set -- $spec
@@ -180,27 +160,10 @@ nfs_umount >>"$LOG" 2>&1
 
 # cycles: mount over RDMA, read the file's first block, umount; rdma res
 # back to the same counts each time (the first mount made the CQ pool)
-POOLED=$(rdma_res)
-cycles() {
-	local i now
-	[ "$(nocq "$POOLED")" = "$(nocq "$BASE")" ] ||
-		{ say "after the first mounts: $POOLED; with the server alone: $BASE"; return 1; }
-	for i in $(seq "$CYCLES"); do
-		nfs_mount rdma || { say "cycle $i: mount failed"; return 1; }
-		head -c 4096 "$MNT/data" >/dev/null || { say "cycle $i: read failed"; return 1; }
-		nfs_umount || { say "cycle $i: umount failed"; return 1; }
-		now=$(rdma_res)
-		[ "$now" = "$POOLED" ] || { say "cycle $i: rdma res $now, not $POOLED"; return 1; }
-	done
-	say "$CYCLES mount/umount cycles over rdma"
-}
+mount_read() { nfs_mount rdma && head -c 4096 "$MNT/data" >/dev/null; }
+cycles() { res_pooled && res_cycles "$CYCLES" mount_read nfs_umount; }
 check cycles cycles
-now=$(rdma_res)
-if [ "$now" = "$POOLED" ]; then
-	ok leak.rdma_res
-else
-	nok leak.rdma_res "rdma res at the end: $now; after the first mounts: $POOLED"
-fi
+res_leak_test
 
 cleanup() {
 	local rc=0

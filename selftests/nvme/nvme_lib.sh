@@ -110,17 +110,7 @@ disconnect() {
 # when TAG is set (a verify_only rerun of the same job)
 fio_job() {
 	local name=$1 rw=$2 bs=$3 qd=$4 json=$OUT/fio-$1${TAG:+-$TAG}.json; shift 4
-	fio --name="$name" --filename="$DEV" --direct=1 --ioengine=libaio \
+	fio_run "$json" --name="$name" --filename="$DEV" --direct=1 --ioengine=libaio \
 		--rw="$rw" --bs="$bs" --iodepth="$qd" --size="$FSIZE" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=1 \
-		--output-format=json --output="$json" "$@" >>"$LOG" 2>&1 || return 1
-	python3 - "$json" <<-'EOF' >>"$LOG"
-	import json, sys
-	d = json.load(open(sys.argv[1]))
-	j = d["jobs"][0]
-	w, r = j["write"]["io_bytes"], j["read"]["io_bytes"]
-	print(f'{j["jobname"]}: error {j["error"]}, wrote {w} B, read {r} B, '
-	      f'write {j["write"]["iops"]:.0f} IOPS, read {j["read"]["iops"]:.0f} IOPS')
-	sys.exit(0 if j["error"] == 0 and (w > 0 or r > 0) else 1)
-	EOF
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=1 "$@"
 }

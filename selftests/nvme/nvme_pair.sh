@@ -146,32 +146,11 @@ reset_verify() {
 }
 check reset.verify reset_verify
 POOLED=
-disconnect_first() {
-	disconnect || return 1
-	POOLED=$(rdma_res)
-	say "rdma res after the first disconnect: $POOLED"
-	[ "$(nocq "$POOLED")" = "$(nocq "$BASE")" ] ||
-		{ say "resources other than CQs differ from before the connect: $BASE"; return 1; }
-}
+disconnect_first() { disconnect && res_pooled; }
 check disconnect disconnect_first
-cycles() {
-	local i now
-	[ -n "$POOLED" ] || return 1
-	for i in $(seq "$CYCLES"); do
-		connect rdma "$RPORT" || { say "cycle $i: connect failed"; return 1; }
-		disconnect || { say "cycle $i: disconnect failed"; return 1; }
-		now=$(rdma_res)
-		[ "$now" = "$POOLED" ] || { say "cycle $i: rdma res $now, not $POOLED"; return 1; }
-	done
-	say "$CYCLES connect/disconnect cycles"
-}
-check cycles cycles
-now=$(rdma_res)
-if [ -n "$POOLED" ] && [ "$now" = "$POOLED" ]; then
-	ok leak.rdma_res
-else
-	nok leak.rdma_res "rdma res at the end: $now; after the first disconnect: ${POOLED:-none}"
-fi
+connect_rdma() { connect rdma "$RPORT"; }
+check cycles res_cycles "$CYCLES" connect_rdma disconnect
+res_leak_test
 nvme disconnect -n "$NQN" >/dev/null 2>&1
 tcp_qd1() {
 	connect tcp "$TPORT" || return 1

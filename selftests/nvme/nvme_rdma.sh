@@ -86,18 +86,8 @@ else
 	target_down; net_down; skip_rest "not connected"
 fi
 
-# path.veth: the controller's QPs are on siwn1 (host) and siwn0 (target)
-qps=$(rdma res show qp 2>/dev/null)
-echo "$qps" >>"$LOG"
-hq=$(echo "$qps" | grep -c 'link siwn1/')
-tq=$(echo "$qps" | grep -c 'link siwn0/')
-oq=$(echo "$qps" | grep -cE 'link siw[01]/')
-say "QPs: $hq on siwn1, $tq on siwn0, $oq on siw0/siw1"
-if [ "$hq" -ge 2 ] && [ "$tq" -ge 2 ] && [ "$oq" = 0 ]; then
-	ok path.veth
-else
-	nok path.veth "admin and I/O queue QPs should be on siwn1 and siwn0 only"
-fi
+# path.veth: the admin and I/O queue QPs on siwn1 (host) and siwn0 (target)
+MIN=2 path_test "the controller"
 
 for spec in "randwrite_4k_qd1 randwrite 4k 1" "randwrite_4k_qd8 randwrite 4k 8" \
 	    "randwrite_4k_qd32 randwrite 4k 32" "randrw_4k_qd16 randrw 4k 16" \
@@ -121,16 +111,7 @@ reset_verify() {
 	wait_live rdma && wait_ns && verify_last reset
 }
 check reset.verify reset_verify
-# after the first controller, the RDMA core's CQ pool keeps its CQs (2 a
-# device here) until the device goes: the cycles compare against POOLED,
-# and only the CQ count may differ from the resources before it
-disconnect_first() {
-	disconnect || return 1
-	POOLED=$(rdma_res)
-	say "rdma res after the first disconnect: $POOLED"
-	[ "$(nocq "$POOLED")" = "$(nocq "$BASE")" ] ||
-		{ say "resources other than CQs differ from before the connect: $BASE"; return 1; }
-}
+disconnect_first() { disconnect && res_pooled; }
 POOLED=
 check disconnect disconnect_first
 
@@ -146,24 +127,10 @@ tcp_reads() {
 }
 check tcp.reads_rdma_data tcp_reads
 
-# cycles: connect and disconnect; the rdma resources back to BASE each time
-cycles() {
-	local i now
-	for i in $(seq "$CYCLES"); do
-		connect rdma "$RPORT" || { say "cycle $i: connect failed"; return 1; }
-		disconnect || { say "cycle $i: disconnect failed"; return 1; }
-		now=$(rdma_res)
-		[ "$now" = "$POOLED" ] || { say "cycle $i: rdma res $now, not $POOLED"; return 1; }
-	done
-	say "$CYCLES connect/disconnect cycles"
-}
-check cycles cycles
-now=$(rdma_res)
-if [ -n "$POOLED" ] && [ "$now" = "$POOLED" ]; then
-	ok leak.rdma_res
-else
-	nok leak.rdma_res "rdma res after the cycles: $now; after the first disconnect: ${POOLED:-none}"
-fi
+# cycles: connect and disconnect; the rdma resources back to POOLED each time
+connect_rdma() { connect rdma "$RPORT"; }
+check cycles res_cycles "$CYCLES" connect_rdma disconnect
+res_leak_test
 
 # rmmod_siw_connected: kernel ULPs hold no reference on the module; the
 # RDMA core unregisters each device from its clients instead: nvmet-rdma
