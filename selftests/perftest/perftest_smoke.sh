@@ -35,13 +35,18 @@ CASES=(
 	"ours:atomic_cas_bw   ib_atomic_bw  -A CMP_AND_SWAP -n 200"
 )
 
-# wait_listen PORT PID: until a TCP listener on PORT exists (siw's
-# listening socket for the rdma_cm id), at most 20 s, or PID is gone
+# wait_listen PORT PID: until a TCP listener on A0:PORT (or the wildcard)
+# exists, at most 20 s, or PID is gone. siw's listeners are TCP sockets;
+# a wildcard rdma_listen makes one per device address, one after the
+# other: the one on siw1's address alone does not do (CI saw a client
+# refused then).
 wait_listen() {
-	local hex n=0
-	hex=$(printf '%04X' "$1")
+	local port addr n=0 a b c d
+	port=$(printf '%04X' "$1")
+	IFS=. read -r a b c d <<<"$A0"
+	addr=$(printf '%02X%02X%02X%02X' "$d" "$c" "$b" "$a")
 	while [ "$n" -lt 100 ] && kill -0 "$2" 2>/dev/null; do
-		grep -qE "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:0000 0A" /proc/net/tcp && return 0
+		grep -qE "^ *[0-9]+: ($addr|00000000):$port [0-9A-F]+:0000 0A" /proc/net/tcp && return 0
 		sleep 0.2
 		n=$((n + 1))
 	done

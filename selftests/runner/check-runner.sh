@@ -168,6 +168,7 @@ t_kernel_problems() {
 	[   12.3] WARNING: CPU: 1 PID: 523 at drivers/infiniband/sw/siw/siw_qp.c:100 siw_qp_modify+0x1/0x2 [siw]
 	[   12.3] BUG: kernel NULL pointer dereference, address: 0000000000000008
 	[   12.3] Oops: general protection fault, probably for non-canonical address 0xdead: 0000 [#1] PREEMPT SMP NOPTI
+	[   12.3] general protection fault: 0000 [#1] SMP
 	[   12.3] refcount_t: underflow; use-after-free.
 	[   12.3] list_add corruption. prev->next should be next (ffff), but was ffff. (prev=ffff).
 	[   12.3] list_del corruption, ffff->next is LIST_POISON1 (dead000000000100)
@@ -191,6 +192,7 @@ t_kernel_problems() {
 	[    1.1] Freeing unused kernel image (initmem) memory: 3000K
 	[    5.5] SoftiWARP attached
 	[    5.6] siwx-vm: running command (role single, uptime 5.6s)
+	[  107.0] traps: ib_atomic_bw[674] general protection fault ip:7f72e8aa7b51 sp:7ffc0848e020 error:0 in librdmacm.so.1.3.56.1[9b51,7f72e8aa2000+11000]
 	EOF
 	# one definition: the runner, the VM harness and the suites spell no
 	# list of their own (Python suites read it through kernel_problems.py)

@@ -21,7 +21,7 @@ KERNEL_PROBLEM_PATTERNS=(
 	'refcount_t'
 	'list_add corruption'
 	'list_del corruption'
-	'general protection fault'
+	'general protection fault[,:]'	# the kernel's, not a user-space trap (fault ip:)
 	'Call Trace'
 	'Kernel panic'
 	'KASAN:'
