@@ -22,12 +22,12 @@
 # kernel log of the whole boot.
 #
 # Environment: SIWX_RESULTS (logs, fio JSON), NFS_CYCLES (10),
-# NFS_FIO_SIZE (8M per fio job).
+# NFS_FIO_SIZE (4M per fio job).
 
 set -u
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
 CYCLES=${NFS_CYCLES:-10}
-FSIZE=${NFS_FIO_SIZE:-8M}
+FSIZE=${NFS_FIO_SIZE:-4M}
 TA=192.168.79.1 HA=192.168.79.2
 EXPORT=/srv/siwx-nfs
 MNT=/mnt/siwx-nfs

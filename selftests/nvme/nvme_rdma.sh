@@ -26,12 +26,12 @@
 # guest.sh and tools/vm/run check the kernel log of the whole boot.
 #
 # Environment: SIWX_RESULTS (logs, fio JSON), SIWX_MODULE (reloaded after
-# the rmmod test), NVME_CYCLES (50), NVME_FIO_SIZE (8M per fio job).
+# the rmmod test), NVME_CYCLES (50), NVME_FIO_SIZE (4M per fio job).
 
 set -u
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
 CYCLES=${NVME_CYCLES:-50}
-FSIZE=${NVME_FIO_SIZE:-8M}
+FSIZE=${NVME_FIO_SIZE:-4M}
 NQN=nqn.2026-12.org.siwx:nvme-test
 TA=192.168.79.1 HA=192.168.79.2
 RPORT=4420 TPORT=4421
