@@ -51,6 +51,18 @@ target_down() {
 	[ ! -e "$CFS/subsystems/$NQN" ]
 }
 # ---------------------------------------------------------------- host
+# discover_test: test discover, nvme discover over rdma lists our subsystem
+# on an rdma port
+discover_test() {
+	if nvme discover -t rdma -a "$TA" -s "$RPORT" -w "$HA" >"$OUT/nvme-discover.txt" 2>&1 &&
+	   grep -q "subnqn: *$NQN" "$OUT/nvme-discover.txt" &&
+	   grep -q "trtype: *rdma" "$OUT/nvme-discover.txt"; then
+		ok discover
+	else
+		nok discover "nvme discover over rdma did not list $NQN:"
+		sed 's/^/#   /' "$OUT/nvme-discover.txt" | tail -n 12
+	fi
+}
 # ctrl_of TRTYPE: the controller (nvmeN) of our subsystem on TRTYPE
 ctrl_of() {
 	local c

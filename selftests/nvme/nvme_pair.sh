@@ -110,13 +110,7 @@ else
 fi
 BASE=$(rdma_res)
 
-if nvme discover -t rdma -a "$TA" -s "$RPORT" -w "$HA" >"$OUT/nvme-discover.txt" 2>&1 &&
-   grep -q "subnqn: *$NQN" "$OUT/nvme-discover.txt"; then
-	ok discover
-else
-	nok discover "nvme discover over rdma did not list $NQN:"
-	sed 's/^/#   /' "$OUT/nvme-discover.txt" | tail -n 12
-fi
+discover_test
 
 CTRL= DEV=
 connected=0

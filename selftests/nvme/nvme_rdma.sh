@@ -68,14 +68,7 @@ check setup.target target_up "1:rdma:$RPORT" "2:tcp:$TPORT"
 BASE=$(rdma_res)
 say "rdma res with the target listening: $BASE"
 
-if nvme discover -t rdma -a "$TA" -s "$RPORT" -w "$HA" >"$OUT/nvme-discover.txt" 2>&1 &&
-   grep -q "subnqn: *$NQN" "$OUT/nvme-discover.txt" &&
-   grep -q "trtype: *rdma" "$OUT/nvme-discover.txt"; then
-	ok discover
-else
-	nok discover "nvme discover over rdma did not list $NQN:"
-	sed 's/^/#   /' "$OUT/nvme-discover.txt" | tail -n 12
-fi
+discover_test
 
 CTRL= DEV=
 if connect rdma "$RPORT"; then
