@@ -37,7 +37,7 @@
 # tools/upstream-series.sh exports, which carries them), SERIES_WORK
 # (scratch directory, default BUILD_DIR/series-check),
 # SERIES_WERROR=0 (report warnings, do not fail on them), SERIES_JOBS
-# (make -j, default 1), SERIES_FORCE=1.
+# (make -j, default: nproc), SERIES_FORCE=1.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,7 +51,7 @@ okdir=$build/series-check.ok
 src=$work/src
 siw=$src/drivers/infiniband/sw/siw
 werror=${SERIES_WERROR:-1}
-jobs=${SERIES_JOBS:-1}
+jobs=${SERIES_JOBS:-$(nproc)}
 force=${SERIES_FORCE:-0}
 
 if [ -z "${KDIR:-}" ]; then
