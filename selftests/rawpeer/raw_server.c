@@ -45,6 +45,11 @@
  *   --post-cswap CMP:SWAP  post one FetchAdd / CmpSwap to the peer's
  *                      rkey 0x1234, address 0x1000 (--post-rkey/--post-raddr)
  *                      with an 8-byte result buffer, printed at the end
+ *   --post-read N      the same, N (1-8) RDMA Reads of 8 bytes at once,
+ *                      wr_id 1..N, all into the result buffer
+ *   --accept-delay MS  wait this long between the connect request and
+ *                      rdma_accept() (what the peer sends meanwhile sits
+ *                      in the socket until the QP takes it over)
  *   --ready-fd N       write "listening" to file descriptor N and close it
  *                      once rdma_listen() returned (a connection made
  *                      earlier may never be accepted by siw)
@@ -100,8 +105,9 @@ static void usage(void)
 		"       [--pd2] [--recv N] [--recv-len N] [--ird N] [--ord N]\n"
 		"       [--timeout MS] [--linger MS] [--set-u64 OFF=V]...\n"
 		"       [--expect-u64 OFF=V]... [--expect-hex OFF=HEX]... [--seed S]\n"
-		"       [--post-fadd ADD | --post-cswap CMP:SWAP] [--post-delay MS]\n"
-		"       [--post-rkey K] [--post-raddr A] [--ready-fd N]\n"
+		"       [--post-fadd ADD | --post-cswap CMP:SWAP | --post-read N]\n"
+		"       [--post-delay MS]\n"
+		"       [--post-rkey K] [--post-raddr A] [--ready-fd N] [--accept-delay MS]\n"
 		"       raw_server --caps [--dev NAME]\n");
 	exit(2);
 }
@@ -268,7 +274,7 @@ struct opts {
 	struct expect sets[MAX_EXP], exps[MAX_EXP];
 	int nsets, nexps;
 	int post_op, ready_fd;
-	uint64_t post_a, post_b, post_delay, post_raddr;
+	uint64_t post_a, post_b, post_delay, post_raddr, accept_delay;
 	uint32_t post_rkey;
 };
 
@@ -358,6 +364,11 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 		} else if (!strcmp(op, "--post-fadd")) {
 			o->post_op = IBV_WR_ATOMIC_FETCH_AND_ADD;
 			o->post_a = num(a);
+		} else if (!strcmp(op, "--post-read")) {
+			o->post_op = IBV_WR_RDMA_READ;
+			o->post_a = num(a);
+			if (o->post_a < 1 || o->post_a > 8)
+				usage();
 		} else if (!strcmp(op, "--post-cswap")) {
 			char tmp[64], *c;
 
@@ -373,6 +384,8 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			o->ready_fd = (int)num(a);
 		} else if (!strcmp(op, "--post-delay")) {
 			o->post_delay = num(a);
+		} else if (!strcmp(op, "--accept-delay")) {
+			o->accept_delay = num(a);
 		} else if (!strcmp(op, "--post-rkey")) {
 			o->post_rkey = num(a);
 		} else if (!strcmp(op, "--post-raddr")) {
@@ -549,6 +562,10 @@ static int setup_resources(struct ru_ep *e, void *arg)
 	e->pdata_len = (uint8_t)(strlen(s->pdata) + 1);
 	memcpy(e->pdata, s->pdata, e->pdata_len);
 	s->said = 0;
+	if (o->accept_delay) {
+		usleep(o->accept_delay * 1000);
+		say("accept-delay ms=%" PRIu64, o->accept_delay);
+	}
 	return 0;
 }
 
@@ -659,6 +676,36 @@ static void drain_cqs(struct server *s)
 	}
 }
 
+/* --post-read N: N RDMA Reads to the peer, one post (its rc) */
+static void post_reads(struct server *s)
+{
+	const struct opts *o = s->o;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)s->res.addr, .length = 8,
+		.lkey = s->res.mr->lkey,
+	};
+	struct ibv_send_wr wr[8], *badwr;
+	int prc;
+
+	memset(wr, 0, sizeof(wr));
+	for (unsigned int i = 0; i < o->post_a; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_READ;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = o->post_raddr;
+		wr[i].wr.rdma.rkey = o->post_rkey;
+		wr[i].next = i + 1 < o->post_a ? &wr[i + 1] : NULL;
+	}
+	prc = ibv_post_send(s->ep.qp, wr, &badwr);
+	s->posted = 1;
+	say("post op=read n=%" PRIu64 " rc=%d%s%s rkey=0x%x raddr=0x%" PRIx64,
+	    o->post_a, prc, prc ? " err=" : "",
+	    prc ? strerror(prc < 0 ? -prc : prc) : "",
+	    o->post_rkey, o->post_raddr);
+}
+
 /* --post-fadd / --post-cswap: one atomic to the peer (the raw post's rc) */
 static void post_atomic(struct server *s)
 {
@@ -706,8 +753,12 @@ static void watch(struct server *s)
 		drain_events(s);
 		drain_cqs(s);
 		if (o->post_op >= 0 && !s->posted && s->ep.established &&
-		    now >= s->est_at + o->post_delay)
-			post_atomic(s);
+		    now >= s->est_at + o->post_delay) {
+			if (o->post_op == IBV_WR_RDMA_READ)
+				post_reads(s);
+			else
+				post_atomic(s);
+		}
 		st = ru_qp_state(s->ep.qp);
 		if (!s->qp_err && st == IBV_QPS_ERR) {
 			s->qp_err = 1;

@@ -26,7 +26,9 @@
 #
 # Environment: SIWX_BIN (raw_server), SIWX_MPA_PEER (mpa-peer binary,
 # default build/tools/mpa-peer/mpa-peer), SIWX_ADDR0, SIWX_RESULTS (logs go
-# to SIWX_RESULTS/rawpeer/), SIWX_RAWPEER_PORT (first TCP port, 41000).
+# to SIWX_RESULTS/rawpeer/), SIWX_RAWPEER_PORT (first TCP port, 41000),
+# SIWX_RAWPEER_JOBS (cases run at a time, each on its own port: 3; the
+# kernel-problem attribution then names the case started last).
 #
 # Process creation is slow under TCG: the checks use bash builtins only.
 
@@ -41,6 +43,7 @@ PEER=${SIWX_MPA_PEER:-$TOP/build/tools/mpa-peer/mpa-peer}
 A0=${SIWX_ADDR0:-192.168.77.1}
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}/rawpeer
 PORT=${SIWX_RAWPEER_PORT:-41000}
+JOBS=${SIWX_RAWPEER_JOBS:-3}
 # KERNEL_PROBLEMS: the one definition of a kernel problem line
 # shellcheck source=../../tools/vm/kernel-problems.sh
 . "$TOP/tools/vm/kernel-problems.sh"
@@ -64,6 +67,8 @@ PORT=${SIWX_RAWPEER_PORT:-41000}
 #   !peer:REGEX   no line of mpa-peer's output matches
 #   srv:REGEX     some 'server ...' line matches (without 'server ')
 #   !srv:REGEX    no 'server ...' line matches
+#   srv<:RE1<RE2  a 'server ...' line matching RE1 comes before any that
+#                 matches RE2 (which need not come at all)
 #   qp-err        the responder QP is in ERR at the end, with every posted
 #                 receive completed (flushed if not consumed)
 #   recv-ok       allow successful receive completions before a Terminate
@@ -103,6 +108,15 @@ tc mpa.p2p_write_rtr "" "--p2p --rtr write" \
 tc mpa.p2p_read_rtr "" "--p2p --rtr read" \
 	"noterm peer:^reply.*a=1.*d_rtr=1 peer:^rtr.sent=read rx:opcode=0x2.read_resp srv:cqe.cq=recv.wr_id=100.status=success.*data=78" \
 	'send data=78'
+# What the responder's socket holds when its QP takes the socket over is
+# processed then (patch 0024), not left until more data comes: an FPDU
+# that arrives between the MPA Reply and the takeover (a race, storage
+# ULPs send right after ESTABLISHED) is placed the same way as this Send,
+# written before the Reply while raw_server waits 1.5 s to accept. Upstream
+# siw completes it only when the peer's FIN comes, after DISCONNECTED.
+tc mpa.data_before_takeover "--accept-delay 1500" "--early 1 --delay 300" \
+	"noterm peer:^early.steps.sent srv:accept-delay srv:cqe.cq=recv.wr_id=100.status=success.*byte_len=3.*data=5a5b5c srv<:cqe.cq=recv.wr_id=100.status=success<cm-event.event=RDMA_CM_EVENT_DISCONNECTED" \
+	'send data=5a5b5c'
 tc mpa.markers_rejected "--timeout 5000" "--markers" \
 	"noconn peer:^reply.*r=1 peer:^closed"
 tc mpa.rev3_refused "--timeout 5000" "--rev 3" \
@@ -223,6 +237,13 @@ tc requester.response_wrong_msn "--post-fadd 5" "" \
 tc requester.response_with_payload "--post-fadd 5" "" \
 	"needs=post term=1/2/0x05 !srv:cqe.cq=send.*status=success srv:result.u64=0x5a5a5a5a5a5a5a5a" \
 	'rx ms=5000 until=0xa' "atomic_resp reqid=\${rx_reqid} value=$V0 data=00112233"
+# A Read Response that fails (here its MPA CRC) completes its Read in error;
+# the Reads behind it complete flushed, not never (patch 0023). All three
+# Reads have the same sink STag and offset, so the rx_ variables of the last
+# Read Request received answer the first.
+tc requester.read_resp_error_flushes_rest "--post-read 3" "--crc" \
+	"srv:cqe.cq=send.wr_id=1.status= !srv:cqe.cq=send.wr_id=1.status=success srv:cqe.cq=send.wr_id=2.status=Work.Request.Flushed.Error srv:cqe.cq=send.wr_id=3.status=Work.Request.Flushed.Error" \
+	'rx ms=5000 until=0x1' 'rx ms=1500' 'read_resp stag=${rx_sink_stag} to=${rx_sink_to} len=8 crc=bad' 'rx ms=1000'
 
 # --- draft-talpey-rdma-commit-01: Flush (0xC/0xD), Atomic Write (0x10/0x11)
 # (Documentation/flush.md). Every expectation is a wire.h name.
@@ -437,11 +458,6 @@ printf '# %s\n' "${CAPS[@]}"
 HAS_IMM=0
 [[ ${CAPS[*]} == *imm_data=1* ]] && HAS_IMM=1
 
-# a pipe raw_server reports "listening" on (read without a sleep loop)
-fifo=$(mktemp -u "${TMPDIR:-/tmp}/rawpeer-ready.XXXXXX")
-mkfifo -m 600 "$fifo" || { echo "Bail out! mkfifo $fifo failed"; exit 1; }
-exec {READY}<>"$fifo"
-rm -f "$fifo"
 
 # ---------------------------------------------------------------- helpers
 # any ARRAY REGEX: some element matches
@@ -455,18 +471,58 @@ any() {
 	return 1
 }
 
-# run_case INDEX: sets RESULT (ok|fail|skip), WHY and DIAG (lines)
-run_case() {
-	local i=$1 name=${NAMES[$1]} srv peer prc src spid e t
-	local -a sargs=() popts=() steps=() exps=() P=() S=() RX=() TERMS=()
-	local noconn=0 recv_ok=0 want_term='' rxms=800
-
-	DIAG=()
+# exec_case INDEX PORT: run case INDEX on PORT, raw_server against
+# mpa-peer; their output in OUT/NAME.server and OUT/NAME.peer, and in
+# OUT/NAME.rc "PEER-EXIT SERVER-EXIT listening|-". Cases run JOBS at a
+# time (each its own raw_server, port and ready pipe).
+exec_case() {
+	local i=$1 port=$2 name=${NAMES[$1]} spid prc src e t=- rxms=800 ready fd
+	local -a sargs=() popts=() steps=() exps=()
 
 	read -r -a sargs <<<"${SARGS[$i]}"
 	read -r -a popts <<<"${POPTS[$i]}"
 	read -r -a exps <<<"${EXPS[$i]}"
 	IFS=$'\x1f' read -r -a steps <<<"${STEPS[$i]}"
+	for e in "${exps[@]}"; do
+		case $e in term=*|termbe=*) rxms=2500 ;; esac
+	done
+	# dmesg only (KERN_INFO stays off the quiet console): attribution
+	echo "<6>rawpeer: case $name port $port" >/dev/kmsg 2>/dev/null
+	: >"$OUT/$name.server"
+	: >"$OUT/$name.peer"
+	# a pipe raw_server reports "listening" on (read without a sleep
+	# loop), where pipes can be made (not on the results' 9p share)
+	ready=$(mktemp -u "${TMPDIR:-/tmp}/rawpeer-ready.XXXXXX")
+	mkfifo -m 600 "$ready" || { echo "1 1 -" >"$OUT/$name.rc"; return; }
+	exec {fd}<>"$ready"
+	rm -f "$ready"
+	# Connect only once rdma_listen() returned: siw never accepts a
+	# connection that arrives while it is still setting up the listener.
+	"$BIN/raw_server" --port "$port" --linger 400 --ready-fd 3 "${sargs[@]}" \
+		>"$OUT/$name.server" 2>&1 3>&"$fd" &
+	spid=$!
+	read -r -t 30 -u "$fd" t || t=-
+	exec {fd}>&-
+	# (--delay 0: the first FPDU right behind the MPA Reply; upstream siw's
+	# responder would leave it unprocessed, patch 0024)
+	"$PEER" --timeout 20000 --delay 0 --rx-ms "$rxms" "${popts[@]}" "$A0" "$port" \
+		"${steps[@]}" >"$OUT/$name.peer" 2>&1
+	prc=$?
+	wait "$spid"	# bounded: every wait of raw_server is
+	src=$?
+	echo "$prc $src $t" >"$OUT/$name.rc"
+}
+
+# run_case INDEX: the verdict on what exec_case left; sets RESULT
+# (ok|fail|skip), WHY and DIAG (lines)
+run_case() {
+	local i=$1 name=${NAMES[$1]} srv peer prc src e t
+	local -a exps=() P=() S=() RX=() TERMS=()
+	local noconn=0 recv_ok=0 want_term=''
+
+	DIAG=()
+
+	read -r -a exps <<<"${EXPS[$i]}"
 	srv=$OUT/$name.server
 	peer=$OUT/$name.peer
 	RESULT=ok WHY=
@@ -474,27 +530,13 @@ run_case() {
 		case $e in
 		noconn) noconn=1 ;;
 		recv-ok) recv_ok=1 ;;
-		term=*) want_term=${e#term=} rxms=2500 ;;
-		termbe=*) want_term=${e#termbe=} rxms=2500 ;;
+		term=*) want_term=${e#term=} ;;
+		termbe=*) want_term=${e#termbe=} ;;
 		esac
 	done
 
-	PORT=$((PORT + 1))
-	# dmesg only (KERN_INFO stays off the quiet console): attribution
-	echo "<6>rawpeer: case $name port $PORT" >/dev/kmsg 2>/dev/null
-	# Connect only once rdma_listen() returned: siw never accepts a
-	# connection that arrives while it is still setting up the listener.
-	"$BIN/raw_server" --port "$PORT" --linger 400 --ready-fd 3 "${sargs[@]}" \
-		>"$srv" 2>&1 3>&"$READY" &
-	spid=$!
-	read -r -t 30 -u "$READY" t || DIAG+=("raw_server not listening after 30s")
-	# (--delay: siw's responder drops an FPDU arriving before it handed
-	# the socket to the QP, a window of microseconds after the reply)
-	"$PEER" --timeout 20000 --delay 300 --rx-ms "$rxms" "${popts[@]}" "$A0" "$PORT" \
-		"${steps[@]}" >"$peer" 2>&1
-	prc=$?
-	wait "$spid"	# bounded: every wait of raw_server is
-	src=$?
+	read -r prc src t <"$OUT/$name.rc"
+	[ "$t" != - ] || DIAG+=("raw_server not listening after 30s")
 	mapfile -t P <"$peer"
 	mapfile -t S <"$srv"
 	for t in "${P[@]}"; do
@@ -576,6 +618,17 @@ run_case() {
 		srv:*)
 			any S "^server ${e#srv:}" || bad "no server line matches '${e#srv:}'"
 			;;
+		'srv<:'*)
+			local r1=${e#srv<:} r2 l i1=-1 i2=-1 k=0
+			r2=${r1#*<} r1=${r1%%<*}
+			for l in "${S[@]}"; do
+				[ "$i1" -ge 0 ] || [[ ! $l =~ ^server\ $r1 ]] || i1=$k
+				[ "$i2" -ge 0 ] || [[ ! $l =~ ^server\ $r2 ]] || i2=$k
+				k=$((k + 1))
+			done
+			[ "$i1" -ge 0 ] && { [ "$i2" -lt 0 ] || [ "$i1" -lt "$i2" ]; } ||
+				bad "no server line matches '$r1' before one matches '$r2'"
+			;;
 		'!srv:'*)
 			! any S "^server ${e#!srv:}" || bad "a server line matches '${e#!srv:}'"
 			;;
@@ -598,15 +651,44 @@ run_case() {
 	fi
 }
 
-n=0 fails=0
-for i in "${SEL[@]}"; do
+# Start the cases JOBS at a time, in the background; report each, in
+# order, once it has run.
+started=0
+running() {	# RUNNING: how many started cases have not ended
+	local k
+	RUNNING=0
+	for ((k = 0; k < started; k++)); do
+		! kill -0 "${PIDS[k]}" 2>/dev/null || RUNNING=$((RUNNING + 1))
+	done
+}
+start_more() {	# up to JOBS cases running
+	running
+	while [ "$started" -lt ${#SEL[@]} ] && [ "$RUNNING" -lt "$JOBS" ]; do
+		rm -f "$OUT/${NAMES[${SEL[$started]}]}.rc"
+		T0[started]=$SECONDS
+		exec_case "${SEL[$started]}" $((PORT + started + 1)) &
+		PIDS[started]=$!
+		started=$((started + 1))
+		RUNNING=$((RUNNING + 1))
+	done
+}
+n=0 fails=0 T0=() PIDS=()
+for j in "${!SEL[@]}"; do
+	i=${SEL[$j]}
+	start_more
+	while kill -0 "${PIDS[j]}" 2>/dev/null; do
+		wait -n 2>/dev/null
+		start_more
+	done
+	wait "${PIDS[j]}" 2>/dev/null
 	n=$((n + 1))
 	name=${NAMES[$i]}
 	todo=
 	if [[ " ${EXPS[$i]} " == *" needs=imm "* ]] && [ "$HAS_IMM" = 0 ]; then
 		todo="kernel reports no Immediate Data support (SIW_CAP_IMM_DATA)"
 	fi
-	t0=$SECONDS
+	t0=${T0[j]}
+	[ -s "$OUT/$name.rc" ] || echo "1 1 -" >"$OUT/$name.rc"
 	run_case "$i"
 	mapfile -t P <"$OUT/$name.peer"
 	mapfile -t S <"$OUT/$name.server"

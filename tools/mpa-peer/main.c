@@ -52,10 +52,13 @@ static int initiator(const char *addr, const char *port, char **steps,
 		die(2, "%s: only with --listen", opt.listen_only);
 	conn_init(tcp_connect(addr, port, opt.src, opt.timeout));
 	out("connected %s:%s\n", addr, port);
-	rc = mpa_initiate();
+	if (opt.early > (uint64_t)nsteps)
+		die(2, "--early %llu: only %d steps given",
+		    (unsigned long long)opt.early, nsteps);
+	rc = mpa_initiate(steps, (int)opt.early);
 	if (rc >= 0)
 		return rc;
-	run_session(steps, nsteps, client_script);
+	run_session(steps + opt.early, nsteps - (int)opt.early, client_script);
 	close(S.fd);
 	return 0;
 }

@@ -58,7 +58,7 @@ extern struct state S;
 /* the command line (options.c) */
 struct options {
 	const char *src, *script, *send_rtr, *pdata_hex, *req_hex, *rtr_list;
-	uint64_t rev, ird, ord, delay, rx_ms, timeout, accept_count;
+	uint64_t rev, ird, ord, delay, rx_ms, timeout, accept_count, early;
 	long flags_raw, ird_word, ord_word, pd_len;	/* -1: not given */
 	int crc, enhanced, p2p;				/* -1: not given */
 	int markers, rev_set, ird_set, ord_set, delay_set;
@@ -160,6 +160,7 @@ void step_parse(struct step *st, char *line, const char *text, int lineno);
 const char *sget(struct step *st, const char *key);
 int nget(struct step *st, const char *key, uint64_t dflt, uint64_t *v);
 void step_done(struct step *st);
+void run_steps(char **steps, int nsteps);
 void run_session(char **steps, int nsteps, FILE *(*script)(void));
 FILE *client_script(void);
 FILE *listen_script(void);
@@ -188,7 +189,7 @@ int rx_exact(size_t n, uint64_t ms);
 
 /* ---------------------------------------------------------------- mpa.c */
 
-int mpa_initiate(void);
+int mpa_initiate(char **early, int nearly);
 int mpa_respond(void);
 void mpa_responder_setup(void);
 

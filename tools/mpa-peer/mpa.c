@@ -283,11 +283,24 @@ static void send_auto_rtr(const struct mpa_rr *rr)
  * the steps are to run, else the exit status (no or a bad Reply: 1; a
  * reject, after reading for --rx-ms: 0).
  */
-int mpa_initiate(void)
+int mpa_initiate(char **early, int nearly)
 {
 	struct mpa_rr rr;
 
 	send_request();
+	if (nearly) {
+		/*
+		 * An initiator that does not wait for the Reply (RFC 5044
+		 * forbids it): what the responder's socket holds before its
+		 * QP takes it over. Framed with the CRC as requested.
+		 */
+		S.crc = S.crc_req;
+		if (opt.delay)
+			usleep(opt.delay * 1000);
+		run_steps(early, nearly);
+		tx_flush();
+		out("early steps sent %d\n", nearly);
+	}
 	if (read_reply(&rr))
 		return 1;
 	S.crc = !!(rr.flags & SIWX_MPA_FLAG_C);

@@ -33,7 +33,11 @@ void usage(FILE *f)
 "Session:\n"
 "  --src ADDR         bind this source address\n"
 "  --delay MS         pause between reply and first FPDU (default 500;\n"
-"                     siw's responder drops data arriving too early)\n"
+"                     upstream siw's responder loses data arriving early)\n"
+"  --early N          run the first N steps --delay ms after the MPA\n"
+"                     Request, before the Reply is read (CRC as requested;\n"
+"                     RFC 5044 forbids it: data the responder's socket\n"
+"                     holds when its QP takes it over)\n"
 "  --send-rtr T       RTR to send: auto (as the reply asks), none, send,\n"
 "                     write, read (default auto)\n"
 "  --rx-ms MS         read this long after the last step (default 3000)\n"
@@ -176,6 +180,7 @@ static const struct optdef {
 	O_STR("--src", &opt.src, 0),
 	O_U64("--delay", &opt.delay, &opt.delay_set, 0),
 	O_STR("--send-rtr", &opt.send_rtr, 0),
+	O_U64("--early", &opt.early, NULL, 0),
 	O_U64("--rx-ms", &opt.rx_ms, NULL, 0),
 	O_U64("--timeout", &opt.timeout, NULL, 0),
 	O_FLAG("--coalesce", &S.coalesce, 1, 0),

@@ -201,24 +201,29 @@ static void run_step(char *line, int lineno)
 	free(text);
 }
 
-/* ---------------------------------------------------------------- session */
-
-/* The steps (command line, then --script), then read for --rx-ms. */
-void run_session(char **steps, int nsteps, FILE *(*script)(void))
+/* steps given as arguments, until the connection closes */
+void run_steps(char **steps, int nsteps)
 {
-	char hex[2 * 64 + 8];
 	int i;
 
-	for (i = 0; i < nsteps; i++) {
+	for (i = 0; i < nsteps && !S.closed; i++) {
 		char *l = strdup(steps[i]);
 
 		if (!l)
 			die(1, "out of memory");
 		run_step(l, 0);
 		free(l);
-		if (S.closed)
-			break;
 	}
+}
+
+/* ---------------------------------------------------------------- session */
+
+/* The steps (command line, then --script), then read for --rx-ms. */
+void run_session(char **steps, int nsteps, FILE *(*script)(void))
+{
+	char hex[2 * 64 + 8];
+
+	run_steps(steps, nsteps);
 	if (script && opt.script && !S.closed) {
 		FILE *f = script();
 		char line[8192];
