@@ -9,7 +9,8 @@
 # What a suite runs and its time limit come from its settings file
 # (selftests/lib/suites.sh). For each SUITE it writes to $SIWX_RESULTS:
 # SUITE.tap (the command's output: TAP, diagnostics included), SUITE.rc
-# (exit status; 124 = timed out) and SUITE.secs, and SUITE.diag (network
+# (exit status; 124 = timed out), SUITE.secs, SUITE.times (each result
+# line after the seconds since the suite started) and SUITE.diag (network
 # state) when the command failed. A "siwx-selftest: SUITE start/end" line
 # goes to the kernel log so that kernel problems can be attributed to a
 # suite.
@@ -80,6 +81,20 @@ fi
 ulimit -l unlimited 2>/dev/null	# memory registration (root anyway)
 ulimit -c 0
 
+# stamp PID TAP T0: while PID runs, each test result line of TAP as it
+# appears, after the seconds since T0 (SUITE.times: where a suite's time
+# goes, run.sh names the slowest tests)
+stamp() {
+	local line t
+	tail -s 0.2 -n +1 --pid="$1" -F "$2" 2>/dev/null | while IFS= read -r line; do
+		case $line in
+		ok\ *|not\ ok\ *)
+			t=$(( (${EPOCHREALTIME/./} - ${3/./}) / 100000 ))
+			printf '%d.%d %s\n' $((t / 10)) $((t % 10)) "$line" ;;
+		esac
+	done
+}
+
 for suite in "$@"; do
 	tap=$RES/$suite.tap
 	if [ -z "${SUITE[$suite:file]+x}" ]; then
@@ -101,8 +116,13 @@ for suite in "$@"; do
 	echo "siwx-selftest: running $suite (limit ${limit}s)"
 	kmsg "$suite start"
 	t0=$EPOCHSECONDS
-	timeout -k 10 "$limit" "${cmd[@]}" > "$tap" 2>&1 < /dev/null
+	timeout -k 10 "$limit" "${cmd[@]}" > "$tap" 2>&1 < /dev/null &
+	pid=$!
+	stamp "$pid" "$tap" "$EPOCHREALTIME" > "$RES/$suite.times" &
+	spid=$!
+	wait "$pid"
 	rc=$?
+	wait "$spid"
 	secs=$((EPOCHSECONDS - t0))
 	kmsg "$suite end (exit $rc)"
 	[ "$rc" != 124 ] && [ "$rc" != 137 ] || echo "# suite timed out after ${limit}s" >> "$tap"

@@ -36,8 +36,10 @@
 #   RDMA_PREFIX           our rdma-core prefix       (build/rdma-core/prefix)
 #   SELFTEST_DIR          build output of selftests/ (build/selftests)
 #   SIWX_RESULTS_DIR      where results go     (SELFTEST_DIR/results/<stamp>)
-#   SIWX_VM_TIMEOUT       single-VM limit, seconds (1800)
-#   SIWX_PAIR_TIMEOUT     limit of each pair boot, seconds (1200)
+#   SIWX_VM_TIMEOUT       limit of a single-VM boot, seconds (default: the
+#                         sum of its suites' timeouts + 300, suites_limit)
+#   SIWX_PAIR_TIMEOUT     limit of each pair boot, seconds (default: the same
+#                         sum for the suites of that boot)
 #   SIWX_VERBOSE=1        stream the VM consoles
 #   Every other SIWX_* variable (e.g. SIWX_IMM_FLUSH_ROUNDS=12,
 #   SIWX_SUITE_TIMEOUT_<suite>), and the variables the selected suites
@@ -111,8 +113,11 @@ RDMA_PREFIX=$(abs "${RDMA_PREFIX:-$TOP/build/rdma-core/prefix}")
 SELFTEST_DIR=$(abs "${SELFTEST_DIR:-$TOP/build/selftests}")
 STAMP=$(date +%Y%m%d-%H%M%S)
 RES=${SIWX_RESULTS_DIR:-$SELFTEST_DIR/results/$STAMP}
-VM_TIMEOUT=${SIWX_VM_TIMEOUT:-1800}
-PAIR_TIMEOUT=${SIWX_PAIR_TIMEOUT:-1200}
+# boot_limit VAR SUITE...: $VAR if set, else suites_limit, in REPLY
+boot_limit() {
+	local v=$1; shift
+	if [ -n "${!v:-}" ]; then REPLY=${!v}; else suites_limit "$@"; fi
+}
 VMRUN=$TOP/tools/vm/run
 SUITE_BIN=$SELFTEST_DIR/bin SUITE_STOCK=$SELFTEST_DIR/stock SUITE_KMOD=$SELFTEST_DIR/kmod
 SUITE_TOOLS=$TOP/build/tools SUITE_TOP=$TOP
@@ -172,14 +177,16 @@ guest_cmd() {
 if [ "$DRY" = 1 ]; then
 	if [ ${#single[@]} -gt 0 ]; then
 		guest_cmd cmd '' "${single[@]}"
+		boot_limit SIWX_VM_TIMEOUT "${single[@]}"; lim=$REPLY
 		suites_pmem "${single[@]}"
-		echo "boot single (module $SIWX_MODULE, limit ${VM_TIMEOUT}s${REPLY:+, pmem $REPLY}): ${single[*]}"
+		echo "boot single (module $SIWX_MODULE, limit ${lim}s${REPLY:+, pmem $REPLY}): ${single[*]}"
 		echo "  guest: $cmd"
 	fi
 	if [ ${#single_up[@]} -gt 0 ]; then
 		guest_cmd cmd '' "${single_up[@]}"
+		boot_limit SIWX_VM_TIMEOUT "${single_up[@]}"; lim=$REPLY
 		suites_pmem "${single_up[@]}"
-		echo "boot single-upstream (module $SIWX_UPSTREAM_MODULE, limit ${VM_TIMEOUT}s${REPLY:+, pmem $REPLY}): ${single_up[*]}"
+		echo "boot single-upstream (module $SIWX_UPSTREAM_MODULE, limit ${lim}s${REPLY:+, pmem $REPLY}): ${single_up[*]}"
 		echo "  guest: $cmd"
 	fi
 	for order in "${orders[@]}"; do
@@ -188,8 +195,9 @@ if [ "$DRY" = 1 ]; then
 			case " ${SUITE[$s:pairs]} " in *" $order "*) psuites+=("$s") ;; esac
 		done
 		guest_cmd cmd "$order" "${psuites[@]}"
+		boot_limit SIWX_PAIR_TIMEOUT "${psuites[@]}"; lim=$REPLY
 		suites_pmem "${psuites[@]}"
-		echo "boot pair-$order (a: $(module_of "${order%-*}"), b: $(module_of "${order#*-}"), limit ${PAIR_TIMEOUT}s${REPLY:+, pmem $REPLY in b}): ${psuites[*]}"
+		echo "boot pair-$order (a: $(module_of "${order%-*}"), b: $(module_of "${order#*-}"), limit ${lim}s${REPLY:+, pmem $REPLY in b}): ${psuites[*]}"
 		echo "  guest: $cmd"
 	done
 	for s in "${host[@]}"; do
@@ -287,23 +295,35 @@ vm_opts() {
 }
 mapfile -t VM_OPTS < <(vm_opts)
 
+# slowest TIMES: "; slowest: TEST 12.3s, ..." - the three tests of a
+# suite that took longest, from guest.sh's SUITE.times (each result line
+# after the seconds since the suite started), or nothing
+slowest() {
+	[ -s "$1" ] || return 0
+	awk '{ t = $1 - prev; prev = $1; sub(/^[0-9.]+ (not )?ok [0-9]+ (- )?/, "");
+	       sub(/ # .*/, ""); printf "%.1f %s\n", t, $0 }' "$1" |
+		sort -rn | head -n 3 |
+		awk 'BEGIN { ORS = "" } { print (NR == 1 ? "; slowest: " : ", ") $2 " " $1 "s" }'
+}
+
 T_START=$(date +%s)
 
 # ---------------------------------------------------------------- single VM
 # boot_single NAME MODULE WHAT SUITE...: one single-VM boot
 boot_single() {
-	local name=$1 module=$2 what=$3 dir=$RES/$1 t0 rc cmd s pm=(); shift 3
+	local name=$1 module=$2 what=$3 dir=$RES/$1 t0 rc cmd s lim pm=(); shift 3
 	guest_cmd cmd '' "$@"
+	boot_limit SIWX_VM_TIMEOUT "$@"; lim=$REPLY
 	suites_pmem "$@"
 	[ -z "$REPLY" ] || pm=(--pmem "$REPLY")
 	t0=$(date +%s)
-	"$VMRUN" "${VM_OPTS[@]}" "${pm[@]}" --module "$module" --timeout "$VM_TIMEOUT" --out "$dir" \
+	"$VMRUN" "${VM_OPTS[@]}" "${pm[@]}" --module "$module" --timeout "$lim" --out "$dir" \
 		-- "$cmd" > "$dir.log" 2>&1
 	rc=$?
 	echo "    ($*: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
 	for s in "$@"; do
 		report "$s" "$dir/$s.tap"
-		[ -s "$dir/$s.secs" ] && echo "    ($s: $(cat "$dir/$s.secs")s)"
+		[ -s "$dir/$s.secs" ] && echo "    ($s: $(cat "$dir/$s.secs")s$(slowest "$dir/$s.times"))"
 	done
 	vm_verdict "$name" "$dir" "$rc" "$what"
 }
@@ -333,17 +353,22 @@ if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 		echo "--- pair $order (a: $ma, b: $mb): ${psuites[*]}"
 		t0=$(date +%s)
 		guest_cmd cmd "$order" "${psuites[@]}"
+		boot_limit SIWX_PAIR_TIMEOUT "${psuites[@]}"; lim=$REPLY
 		suites_pmem "${psuites[@]}"
 		pm=()
 		[ -z "$REPLY" ] || pm=(--pmem "$REPLY")
 		"$VMRUN" "${VM_OPTS[@]}" "${pm[@]}" --pair --module "$ma" --peer-module "$mb" \
-			--timeout "$PAIR_TIMEOUT" --out "$dir" --peer-cmd "$cmd" -- "$cmd" \
+			--timeout "$lim" --out "$dir" --peer-cmd "$cmd" -- "$cmd" \
 			> "$dir.log" 2>&1
 		rc=$?
 		echo "    ($order: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
 		for s in "${psuites[@]}"; do
 			report "$s[$order]/a" "$dir/a/$s.tap"
 			report "$s[$order]/b" "$dir/b/$s.tap"
+			for r in a b; do
+				[ -s "$dir/$r/$s.secs" ] || continue
+				echo "    (${s}[$order]/$r: $(cat "$dir/$r/$s.secs")s$(slowest "$dir/$r/$s.times"))"
+			done
 		done
 		# one VM-level verdict per VM
 		vm_verdict "pair-$order.a" "$dir/a" "$rc" "VM a: ${order%-*} module"

@@ -32,6 +32,8 @@ pkgs=(
 	gnuplot-nox
 	# kernel storage ULPs over siwx (suite nvme): the host side and the I/O verifier
 	nvme-cli fio
+	# suite nvme_faults: offloads off on the veth pair for tc pedit/csum corruption
+	ethtool
 )
 # Servers the test VMs run (they share this machine's root read-only): the
 # packages are installed here, their services never started here. During

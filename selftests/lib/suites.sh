@@ -135,6 +135,23 @@ suites_pmem() {
 	[ "$mb" = 0 ] || REPLY=${mb}M
 }
 
+# suites_limit SUITE...: the limit, in seconds, of one boot running them
+# in sequence: every suite's own (its settings' timeout or
+# SIWX_SUITE_TIMEOUT_<suite>, which the guest enforces) plus 300 s to boot,
+# load and tear down, in REPLY. The boot's limit is only a backstop for a
+# guest that stops answering; a hung suite is ended by its own limit. A
+# suite without a limit (timeout=0) counts as 1800 s.
+suites_limit() {
+	local s v t=300
+	for s in "$@"; do
+		v=SIWX_SUITE_TIMEOUT_${s//-/_}
+		v=${!v:-${SUITE[$s:timeout]}}
+		[ "$v" != 0 ] || v=1800
+		t=$((t + v))
+	done
+	REPLY=$t
+}
+
 suite_expand() {
 	local s=$2
 	s=${s//'$DIR'/"${SUITE[$1:dir]}"}

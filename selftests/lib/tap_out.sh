@@ -5,7 +5,8 @@
 # prints "1..${#TESTS[@]}" itself.
 #
 #   ok NAME [SKIP_REASON]    nok NAME [DIAGNOSTIC]
-#   check NAME CMD...        ok when CMD succeeds (its output into LOG)
+#   check NAME CMD...        ok when CMD succeeds (its output into LOG; on
+#                            failure, the last say of CMD is the diagnostic)
 #   skip_rest REASON         every test not reported yet fails; exit 1
 #   say TEXT                 a TAP comment, and the line in LOG
 
@@ -17,8 +18,12 @@ nok() {
 	echo "not ok $n ${TAP_PREFIX:?}.$1"
 }
 check() {	# NAME CMD...: ok when CMD succeeds
-	local name=$1; shift
-	if "$@" >>"$LOG" 2>&1; then ok "$name"; else nok "$name" "$* failed (see $LOG)"; fi
+	local name=$1 at why; shift
+	at=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
+	if "$@" >>"$LOG" 2>&1; then ok "$name"; return 0; fi
+	why=$(tail -c +$((at + 1)) "$LOG" 2>/dev/null | sed -n 's/^== //p' | tail -n 1)
+	nok "$name" "$* failed${why:+: $why} (see $LOG)"
+	return 1
 }
 # skip_rest REASON: every test not reported yet fails with REASON
 skip_rest() {

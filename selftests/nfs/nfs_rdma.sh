@@ -47,6 +47,8 @@ echo "1..${#TESTS[@]}"
 . "$HERE/../lib/tap_out.sh"
 # shellcheck source=selftests/lib/ulp.sh
 . "$HERE/../lib/ulp.sh"
+# shellcheck source=selftests/nfs/nfs_lib.sh
+. "$HERE/nfs_lib.sh"
 : >"$LOG"
 
 for t in rpc.nfsd rpc.mountd exportfs rpcbind mount.nfs fio mkfs.ext4; do
@@ -59,53 +61,11 @@ check setup.modules load_modules brd nfsd rpcrdma nfsv4
 check setup.network net_up
 [ "$fails" = 0 ] || skip_rest "network setup failed"
 
-# ---------------------------------------------------------------- server
-server_up() {
-	mkfs.ext4 -q -F /dev/ram0 || return 1
-	mkdir -p "$EXPORT" "$MNT" /var/lib/nfs/v4recovery || return 1
-	mount /dev/ram0 "$EXPORT" || return 1
-	chmod 1777 "$EXPORT"
-	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || return 1
-	# a short grace period: a fresh server refuses OPENs during it
-	echo 10 >/proc/fs/nfsd/nfsv4leasetime
-	echo 10 >/proc/fs/nfsd/nfsv4gracetime
-	rpcbind -w || return 1
-	# fsid=0: the export is NFSv4's root; the guest's / is an overlay,
-	# which knfsd cannot walk through to reach a deeper export
-	exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 "192.168.79.0/24:$EXPORT" || return 1
-	rpc.mountd || return 1
-	rpc.nfsd 4 || return 1
-	echo "rdma 20049" >/proc/fs/nfsd/portlist || return 1
-	cat /proc/fs/nfsd/portlist /proc/fs/nfsd/versions
-	exportfs -v
-}
-server_down() {
-	local rc=0
-	umount -f "$MNT" 2>/dev/null
-	rpc.nfsd 0 || rc=1
-	exportfs -ua
-	pkill -x rpc.mountd
-	pkill -x rpcbind
-	umount /proc/fs/nfsd 2>/dev/null
-	umount "$EXPORT" || rc=1
-	return $rc
-}
 check setup.server server_up
 [ "$fails" = 0 ] || { server_down >/dev/null 2>&1; net_down; skip_rest "server setup failed"; }
 BASE=$(rdma_res)
 say "rdma res with the server listening: $BASE"
 say "$(grep -E '^(rdma|tcp)' /proc/fs/nfsd/portlist | tr '\n' ' ')"
-
-# ---------------------------------------------------------------- client
-# nfs_mount rdma|tcp: NFS 4.2 over the transport; the grace period of a
-# fresh server can hold the first OPEN for up to its 10 s
-nfs_mount() {
-	local o=vers=4.2,proto=$1
-	[ "$1" = rdma ] && o=$o,port=20049
-	mount -t nfs -o "$o" "$TA:/" "$MNT" || return 1
-	grep " $MNT nfs4 " /proc/mounts | grep -q "proto=$1" || return 1
-}
-nfs_umount() { umount "$MNT" && ! mountpoint -q "$MNT"; }
 
 if nfs_mount rdma; then
 	ok mount.rdma

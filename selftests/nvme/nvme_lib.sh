@@ -100,8 +100,9 @@ wait_ns() {
 	done
 	return 1
 }
-connect() {	# TRTYPE SVCID
-	nvme connect -t "$1" -a "$TA" -s "$2" -w "$HA" -n "$NQN" -i 1 >>"$LOG" 2>&1 || return 1
+connect() {	# TRTYPE SVCID; CONNECT_OPTS: more nvme connect options
+	# shellcheck disable=SC2086 # CONNECT_OPTS is words
+	nvme connect -t "$1" -a "$TA" -s "$2" -w "$HA" -n "$NQN" -i 1 ${CONNECT_OPTS:-} >>"$LOG" 2>&1 || return 1
 	wait_live "$1" && wait_ns
 }
 # gone: no controller of our subsystem left (20 s)

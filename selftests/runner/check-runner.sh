@@ -27,6 +27,12 @@
 #                            matrix) and fails one without the flush_bench
 #                            section, a ratio row or cell, a table row, or
 #                            with n/a where a point must be measured
+#   env.boot_limits          a boot's limit is its suites' timeouts + 300 s,
+#                            SIWX_VM_TIMEOUT / SIWX_PAIR_TIMEOUT override it
+#   bench.ulp_report         tools/bench/ulp-report.py on samples of the whole
+#                            ULP matrix: every job row with its ratios (the
+#                            median of per-repetition ratios), the targets,
+#                            the plot; a missing point fails it and is named
 
 set -u
 # HERE: selftests/ (this script is suite runner's, in selftests/runner/)
@@ -148,6 +154,97 @@ t_runner_vars() {
 	fi
 	grep -q '^suite identity: limit 7s: ' "$TMP/env" ||
 		{ echo "SIWX_SUITE_TIMEOUT_identity=7 did not set the limit:"; grep identity "$TMP/env"; bad=1; }
+	return "$bad"
+}
+
+# every boot's limit is its suites' timeouts + 300 s (identity at 7 s
+# here), unless SIWX_VM_TIMEOUT / SIWX_PAIR_TIMEOUT set one
+t_boot_limits() {
+	local line suites lim want s n=0 bad=0
+	dry_run > "$TMP/dry" || { cat "$TMP/dry"; return 1; }
+	while IFS= read -r line; do
+		case $line in
+		"boot "*) ;;
+		*) continue ;;
+		esac
+		lim=${line#*limit }; lim=${lim%%s[,)]*}
+		suites=${line##*: }
+		want=300
+		for s in $suites; do
+			if [ "$s" = identity ]; then want=$((want + 7)); else want=$((want + ${SUITE[$s:timeout]})); fi
+		done
+		[ "$lim" = "$want" ] || { echo "${line%%(*}: limit $lim, want $want ($suites)"; bad=1; }
+		n=$((n + 1))
+	done < "$TMP/dry"
+	[ "$n" -ge 5 ] || { echo "only $n boots in run.sh --dry-run"; bad=1; }
+	(export SIWX_VM_TIMEOUT=4321 SIWX_PAIR_TIMEOUT=1234; dry_run) > "$TMP/dry2" || return 1
+	grep -q '^boot single (.*limit 4321s' "$TMP/dry2" ||
+		{ echo "SIWX_VM_TIMEOUT=4321 not the single boot's limit"; grep '^boot single ' "$TMP/dry2"; bad=1; }
+	grep -q '^boot pair-.*limit 1234s' "$TMP/dry2" ||
+		{ echo "SIWX_PAIR_TIMEOUT=1234 not a pair boot's limit"; grep '^boot pair' "$TMP/dry2"; bad=1; }
+	return "$bad"
+}
+
+# ulp_fixture DIR [TEST KIND]: samples of the whole ULP matrix (2
+# repetitions; siwx twice as fast as every other kind in repetition 1,
+# three times in 2), without TEST for KIND
+ulp_fixture() {
+	(
+	# shellcheck source=tools/bench/bench.conf
+	. "$TOP/tools/bench/bench.conf"
+	bench_config quick
+	local rep k p j rw bs qd t v seq=0 kinds
+	printf '%s\n' mode=quick ulp_reps=2 "ulp_nvme_kinds=$BENCH_ULP_NVME_KINDS" \
+		"ulp_nfs_kinds=$BENCH_ULP_NFS_KINDS" "ulp_jobs=$BENCH_ULP_JOBS" ulp_runtime=3 \
+		ulp_ramp=1 ulp_disk_mb=256 > "$1/meta.txt"
+	exec > "$1/samples.csv"
+	echo "seq,rep,kind,test,size,metric,value,unit,wall_s,note"
+	for rep in 1 2; do
+		for p in nvme nfs; do
+			kinds=$BENCH_ULP_NVME_KINDS
+			[ $p = nfs ] && kinds=$BENCH_ULP_NFS_KINDS
+			for k in $kinds; do
+				for j in $BENCH_ULP_JOBS; do
+					IFS=: read -r rw bs qd <<< "$j"
+					t=$p.${rw}_${bs}_qd$qd seq=$((seq + 1)) v=100
+					[ $k = siwx ] && v=$((100 * (rep + 1)))
+					if [ "$t $k" = "${2:-} ${3:-}" ]; then
+						echo "$seq,$rep,$k,$t,4096,iops,,IOPS,1,fixture: fio failed"
+						continue
+					fi
+					echo "$seq,$rep,$k,$t,4096,iops,$v,IOPS,1,"
+					echo "$seq,$rep,$k,$t,4096,mib_s,$v,MiB/s,1,"
+					echo "$seq,$rep,$k,$t,4096,clat_mean_us,50,us,1,"
+					echo "$seq,$rep,$k,$t,4096,clat_p99_us,90,us,1,"
+				done
+			done
+		done
+	done
+	)
+}
+t_ulp_report() {
+	local d=$TMP/ulp bad=0 r
+	rm -rf "$d"; mkdir -p "$d/ok" "$d/miss"
+	ulp_fixture "$d/ok" || return 1
+	python3 "$TOP/tools/bench/ulp-report.py" "$d/ok" || { echo "ok: ulp-report.py failed"; bad=1; }
+	r=$d/ok/ulp-report.md
+	for pat in '^## NVMe over Fabrics: siwx, upstream, rxe, tcp$' '^## NFS 4.2: siwx, tcp$' '^## Targets$' \
+		   '^| randread_4k_qd1 | IOPS | 250 (200..300, n=2) | 100 (100..100, n=2) | 100 (100..100, n=2) | 100 (100..100, n=2) | 2.50 (2.00..3.00, n=2) | 2.50 (2.00..3.00, n=2) | 2.50 (2.00..3.00, n=2) |$' \
+		   '^| write_128k_qd16 | MiB/s | 250 (200..300, n=2) | 100 (100..100, n=2) | 2.50 (2.00..3.00, n=2) |$' \
+		   '^| nvme: NVMe over siwx >= NVMe/TCP, 128 KiB sequential | read_128k_qd16 | 2.50 (2.00..3.00, n=2) | met |$'; do
+		grep -q "$pat" "$r" || { echo "ok: no line /$pat/ in ulp-report.md"; bad=1; }
+	done
+	[ "$(grep -c '^| [a-z]*_[0-9]*k_qd[0-9]* | \(IOPS\|MiB/s\) |' "$r")" = 12 ] ||
+		{ echo "ok: not 12 throughput rows"; bad=1; }
+	if command -v gnuplot > /dev/null && [ ! -s "$d/ok/ulp-ratio.png" ]; then
+		echo "ok: no ulp-ratio.png"; bad=1
+	fi
+	ulp_fixture "$d/miss" nvme.randwrite_4k_qd16 rxe || return 1
+	if python3 "$TOP/tools/bench/ulp-report.py" "$d/miss" 2> /dev/null; then
+		echo "miss: ulp-report.py passed with a point missing"; bad=1
+	fi
+	grep -q '^- nvme.randwrite_4k_qd16 rxe iops: fixture: fio failed$' "$d/miss/ulp-report.md" ||
+		{ echo "miss: the missing point is not named"; bad=1; }
 	return "$bad"
 }
 
@@ -339,10 +436,12 @@ echo "1..7"
 check settings.valid t_settings
 check env.reaches_guest t_env
 check env.runner_vars_stay t_runner_vars
+check env.boot_limits t_boot_limits
 check docs.suite_table t_docs
 check kernel_problems.patterns t_kernel_problems
 check tap.report t_tap_report
 check bench.check_report t_check_report
+check bench.ulp_report t_ulp_report
 if [ "$FAILED" = 0 ]; then
 	echo "# runner checks ok"
 else

@@ -45,5 +45,22 @@ if [ -z "$ptr" ] || [ "$ptr" = 0 ] || [ "$first" != $((ptr % 256)) ]; then
 	exit 1
 fi
 echo "         (record byte 0 = pointer mod 256: the record of commit $ptr)"
+
+# A filesystem on an NVMe namespace served over siwx from another VM: VM b exports a RAM
+# disk with nvmet-rdma, VM a formats and uses it with nvme-rdma (tools/demo/nvme.sh).
+nout=$top/build/vm/results/demo-nvme
+rm -rf "$nout"
+echo
+echo "siwx demo: booting two guests for NVMe over Fabrics over siwx (about 90 s) ..."
+"$top/tools/vm/run" --pair --quiet --out "$nout" --timeout 300 \
+	--peer-cmd "bash $top/tools/demo/nvme.sh target" \
+	-- bash "$top/tools/demo/nvme.sh" host || rc=$?
+echo "== siwx demo: ext4 on an NVMe namespace served over siwx from another VM =="
+{ head -n 1 "$nout/b/demo-nvme.txt"; cat "$nout/a/demo-nvme.txt"
+  tail -n +2 "$nout/b/demo-nvme.txt"; } 2>/dev/null
+if [ $rc != 0 ]; then
+	echo "demo failed (status $rc); consoles: $nout/a/console.log $nout/b/console.log"
+	exit $rc
+fi
 echo "== demo OK =="
 exit 0
