@@ -20,7 +20,7 @@ KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
 DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
-.PHONY: all deps stage modules siwx upstream rdma-core rpma selftests check demo bench \
+.PHONY: all deps stage modules siwx upstream rdma-core rpma selftests check demo bench bench-ulp \
 	install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
 	help ktest
 
@@ -37,7 +37,8 @@ help:
 	@echo "make checkpatch  run the kernel's checkpatch on patches and our files"
 	@echo "make series-check build siw.ko and checkpatch --strict after every kernel patch"
 	@echo "make upstream-series the series with our files folded in (build/upstream-series/out), checked"
-	@echo "make bench       siwx vs upstream siw, rxe and raw TCP (BENCH=quick|full)"
+	@echo "make bench       siwx vs upstream siw, rxe and raw TCP, then make bench-ulp (BENCH=quick|full)"
+	@echo "make bench-ulp   NVMe-oF and NFS over siwx vs upstream siw, rxe and their TCP transports"
 	@echo "make install     install siw.ko (updates/), rdma-core into PREFIX=$(PREFIX), the Wireshark dissector"
 	@echo "make install-wireshark  tools/wireshark/siwx.lua into WIRESHARK_LUA_DIR"
 	@echo "Variables: KVER=$(KVER) PREFIX=$(PREFIX)"
@@ -81,10 +82,19 @@ selftests: rdma-core stage ktest
 	$(MAKE) -C $(TOP)/tools/mpa-peer O=$(BUILD)/tools/mpa-peer
 	$(MAKE) -C $(TOP)/tools/demo O=$(BUILD)/tools/demo RDMA_PREFIX=$(RDMA_PREFIX)
 
-check: series-check modules rdma-core selftests
-	@SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
+# The series check runs at nice 19 next to the VM tests (they leave a
+# third of the CPUs idle while guests wait); its log follows theirs.
+check: stage modules rdma-core selftests
+	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
+	@log=$(BUILD)/series-check.log; \
+	KDIR=$(KDIR) nice -n 19 $(TOP)/tools/series-check.sh $(BUILD) >$$log 2>&1 & sc=$$!; \
+	echo "series-check: running alongside, niced (log $$log)"; \
+	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
 		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
-		$(TOP)/selftests/run.sh
+		$(TOP)/selftests/run.sh; rc=$$?; \
+	wait $$sc; src=$$?; cat $$log; \
+	echo "make check: selftests exit $$rc, series-check exit $$src"; \
+	[ $$rc = 0 ] && [ $$src = 0 ]
 
 demo: modules rdma-core selftests
 	@KVER=$(KVER) RDMA_PREFIX=$(RDMA_PREFIX) $(TOP)/tools/demo/run.sh
@@ -93,6 +103,10 @@ demo: modules rdma-core selftests
 BENCH ?= full
 bench: modules rdma-core
 	@BENCH=$(BENCH) KVER=$(KVER) $(TOP)/tools/bench/bench.sh
+	@BENCH=$(BENCH) KVER=$(KVER) $(TOP)/tools/bench/ulp-bench.sh
+
+bench-ulp: modules
+	@BENCH=$(BENCH) KVER=$(KVER) $(TOP)/tools/bench/ulp-bench.sh
 
 checkpatch: stage
 	@$(TOP)/tools/checkpatch.sh $(BUILD)/linux/pristine

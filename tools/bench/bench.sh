@@ -92,16 +92,9 @@ rm -f "$OUT"/samples.csv "$OUT"/summary.csv "$OUT"/summary.txt "$OUT"/report.md 
 } > "$OUT/meta.txt"
 
 {
-	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-	echo "host: $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
-	echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores"
-	echo "memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
-	echo "qemu: $(qemu-system-x86_64 --version | head -n 1), ${SIWX_VM_ACCEL:-tcg}"
-	echo "guest: 2 vCPUs, 2048 MiB (tools/vm/run defaults); pmem: $PMEM_NOTE"
+	bench_machine "$TOP" "pmem: $PMEM_NOTE"
 	echo "perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
 	echo "iperf3: $(dpkg-query -W -f='${Version}' iperf3 2>/dev/null)"
-	echo "siwx: $(/sbin/modinfo -F version "$TOP/build/siwx/siw.ko") sha256 $(sha256sum < "$TOP/build/siwx/siw.ko" | cut -c1-16)"
-	echo "upstream: sha256 $(sha256sum < "$TOP/build/upstream/siw.ko" | cut -c1-16)"
 	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$OUT/machine.txt"
 
@@ -111,21 +104,12 @@ KARGS=()
 [ -z "${KVER:-}" ] || KARGS=(--kver "$KVER")
 QARGS=()
 [ "${BENCH_QUIET:-0}" = 1 ] && QARGS=(--quiet)
-# The host is often shared: sample its load while the guest runs, so that
-# a noisy run can be recognised as such.
-( while :; do cut -d' ' -f1 /proc/loadavg; sleep 10; done ) > "$OUT/hostload.txt" 2>/dev/null &
-SAMPLER=$!
+bench_load_start "$OUT/hostload.txt"
 "$TOP/tools/vm/run" --netns "${QARGS[@]}" "${KARGS[@]}" "${PMARGS[@]}" --timeout "$TIMEOUT" --out "$VMOUT" \
-	-- bash "$TOP/tools/bench/guest-bench.sh" "$BENCH"
+	-- bash "$TOP/tools/bench/guest-bench.sh" "$BENCH" "$BENCH_REPS"
 RC=$?
-kill "$SAMPLER" 2>/dev/null
-wait "$SAMPLER" 2>/dev/null
 SECS=$(( $(date +%s) - T0 ))
-{
-	echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-	sort -n "$OUT/hostload.txt" | awk '{ v[NR] = $1 } END { if (NR) printf "host load during the run (1-min average, every 10 s): min %s, median %s, max %s (%d samples, %d cores)\n", v[1], v[int((NR + 1) / 2)], v[NR], NR, '"$(nproc)"' }'
-	echo "duration: ${SECS}s (boot to power-off, mode $BENCH)"
-} >> "$OUT/machine.txt"
+{ bench_load_stop "$OUT/hostload.txt"; echo "duration: ${SECS}s (boot to power-off, mode $BENCH)"; } >>"$OUT/machine.txt"
 
 if [ ! -s "$VMOUT/bench/samples.csv" ]; then
 	echo "bench: no samples (VM exit status $RC); console: $VMOUT/console.log" >&2

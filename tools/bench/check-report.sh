@@ -60,6 +60,8 @@ done
 [ "$FAILED" = 0 ] || finish
 
 MODE=$(sed -n 's/^mode=//p' "$DIR/meta.txt")
+# the repetitions the run made (BENCH_REPEAT may have set them)
+BENCH_REPEAT=$(sed -n 's/^reps=//p' "$DIR/meta.txt")
 if bench_config "$MODE" 2>/dev/null; then
 	ok "meta.txt names a known mode ($MODE)"
 else

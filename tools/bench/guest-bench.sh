@@ -34,11 +34,11 @@
 # Exit status: 0 if every point was measured (or is n/a), 3 if some failed.
 
 set -u
-MODE=${1:?usage: guest-bench.sh quick|full}
+MODE=${1:?usage: guest-bench.sh quick|full [REPS]}
 TOP=${SIWX_TOP:?run me with tools/vm/run}
 # shellcheck source=tools/bench/bench.conf
 . "$TOP/tools/bench/bench.conf"
-bench_config "$MODE" || exit 2
+BENCH_REPEAT=${2:-} bench_config "$MODE" || exit 2
 
 P=$TOP/build/rdma-core/prefix
 export LD_LIBRARY_PATH=$P/lib
