@@ -28,8 +28,10 @@ revision 1 retry). Each gets the answer of Documentation/rfc6581.md.
 
 Part 3: no Oops/WARNING/BUG in dmesg, refusals logged (rate limited).
 
-Environment: SIWX_BIN (mpa_conn), SIWX_MPA_PEER, SIWX_ADDR0, SIWX_RESULTS.
+Environment: SIWX_BIN (mpa_conn), SIWX_MPA_PEER, SIWX_ADDR0, SIWX_RESULTS,
+SIWX_MPA_JOBS (raw peer cases with default parameters run at a time: 3).
 """
+import concurrent.futures
 import os
 import re
 import signal
@@ -50,6 +52,8 @@ PEER = os.environ.get("SIWX_MPA_PEER",
                       os.path.join(TOP, "build/tools/mpa-peer/mpa-peer"))
 A0 = os.environ.get("SIWX_ADDR0", "192.168.77.1")
 OUT = os.path.join(os.environ.get("SIWX_RESULTS", "/tmp"), "mpa")
+# raw peer cases with the default parameters run this many at a time
+JOBS = max(1, int(os.environ.get("SIWX_MPA_JOBS", "3")))
 PARAMS = "/sys/module/siw/parameters"
 MAXV = 128                      # siw device max_qp_rd_atom / init_rd_atom
 NONEG = W.MPA_V2_NO_NEGOTIATION
@@ -199,8 +203,12 @@ class Capture:
                 self.proc.kill()
 
 
-def run_conn(name, port, srv, cli, hold=1500, query=True, srv_first=True):
-    """One connection between mpa_conn server and client."""
+def run_conn(name, port, srv, cli, hold=1500, query=True, srv_first=True,
+             later=False):
+    """One connection between mpa_conn server and client. later: return
+    once both ends have their QP and rdma res is read (the connection has
+    taken its snapshot of the parameters), with a function that waits for
+    the rest and returns the result."""
     sout = os.path.join(OUT, name + ".srv")
     cout = os.path.join(OUT, name + ".cli")
     sp = subprocess.Popen([MPA_CONN, "server", "--addr", A0, "--port",
@@ -225,17 +233,20 @@ def run_conn(name, port, srv, cli, hold=1500, query=True, srv_first=True):
                 break
             time.sleep(0.05)
         res = rdma_res()
-    for p in (cp, sp):
-        try:
-            p.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    return {"srv": parse_conn(read_lines(sout), "server"),
-            "cli": parse_conn(read_lines(cout), "client"),
-            "src": sp.returncode, "crc": cp.returncode, "res": res,
-            "raw": ["server:"] + read_lines(sout) + ["client:"] +
-            read_lines(cout)}
+
+    def finish():
+        for p in (cp, sp):
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        return {"srv": parse_conn(read_lines(sout), "server"),
+                "cli": parse_conn(read_lines(cout), "client"),
+                "src": sp.returncode, "crc": cp.returncode, "res": res,
+                "raw": ["server:"] + read_lines(sout) + ["client:"] +
+                read_lines(cout)}
+    return finish if later else finish()
 
 
 # ---------------------------------------------------------------- model
@@ -501,17 +512,20 @@ def run_matrix(sel):
     pcap = os.path.join(OUT, "matrix.pcap")
     cap = Capture(pcap, (base, base + len(MATRIX)))
     tap(cap.ok, "matrix.capture_started")
-    results = []
+    # the next case starts while the last one holds its connection: each
+    # connection has taken its parameters once both ends have a QP
+    pending = []
     for c in cases:
         port = base + MATRIX.index(c)
         set_params(c["params"])
-        r = run_conn("matrix." + c["name"], port,
-                     ["--ird", str(c["srv"][0]), "--ord", str(c["srv"][1])] +
-                     c["extra"],
-                     ["--ird", str(c["cli"][0]), "--ord", str(c["cli"][1])] +
-                     c["extra"])
-        results.append((c, r, port))
+        fin = run_conn("matrix." + c["name"], port,
+                       ["--ird", str(c["srv"][0]), "--ord", str(c["srv"][1])] +
+                       c["extra"],
+                       ["--ird", str(c["cli"][0]), "--ord", str(c["cli"][1])] +
+                       c["extra"], later=True)
+        pending.append((c, fin, port))
     set_params({})
+    results = [(c, fin(), port) for c, fin, port in pending]
     time.sleep(0.5)
     cap.stop()
     for c, r, port in results:
@@ -526,8 +540,11 @@ def run_matrix(sel):
 # ---------------------------------------------------------------- raw peers
 
 def peer_initiator(name, port, peer_args, srv_args=(), params=None,
-                   steps=(), srv_timeout=12000):
-    """mpa-peer as initiator against an mpa_conn server."""
+                   steps=(), srv_timeout=12000, no_request=False):
+    """mpa-peer as initiator against an mpa_conn server. no_request: the
+    server must never see a connection request; once mpa-peer is done
+    (refused), it gets 1 s to show one and is then stopped instead of
+    waiting out its timeout."""
     set_params(params or {})
     sout = os.path.join(OUT, name + ".srv")
     sp = subprocess.Popen([MPA_CONN, "server", "--addr", A0, "--port",
@@ -535,10 +552,17 @@ def peer_initiator(name, port, peer_args, srv_args=(), params=None,
                            str(srv_timeout)] + list(srv_args),
                           stdout=open(sout, "w"), stderr=subprocess.STDOUT)
     wait_for(sout, r"server listen", 10)
-    pp = subprocess.run([PEER, "--timeout", "8000", "--rx-ms", "2500"] +
+    # --delay 0: the RTR or first FPDU right behind the Reply (patch 0024)
+    pp = subprocess.run([PEER, "--timeout", "8000", "--rx-ms", "2500",
+                         "--delay", "0"] +
                         list(peer_args) + [A0, str(port)] + list(steps),
                         capture_output=True, text=True, timeout=60)
     try:
+        if no_request:
+            try:
+                sp.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                sp.terminate()
         sp.wait(timeout=srv_timeout / 1000 + 30)
     except subprocess.TimeoutExpired:
         sp.kill()
@@ -701,28 +725,48 @@ RESPONDER_CASES = [
 
 
 def run_raw(sel):
+    """The raw peer cases. Those with the module's default parameters run
+    JOBS at a time (each on its own port); the others one after the other,
+    as the parameters are the module's. Checked in the table's order."""
+    jobs = []
     port = 53000
-    for (name, popts, sopts, params, steps, pexp, sexp) in INITIATOR_CASES:
+    for c in INITIATOR_CASES:
         port += 1
-        full = "initiator_peer." + name
-        if not sel.search(full):
-            continue
-        plines, slines = peer_initiator(full, port, popts, sopts, params,
-                                        steps,
-                                        srv_timeout=20000 if "times_out" in
-                                        name else 12000)
-        diag = ["mpa-peer:"] + plines + ["server:"] + slines
-        expect_lines(full + ".peer", plines, pexp, diag)
-        expect_lines(full + ".server", slines, sexp, diag)
-    for (name, popts, copts, params, pexp, cexp) in RESPONDER_CASES:
+        if sel.search("initiator_peer." + c[0]):
+            jobs.append(("initiator_peer." + c[0], port, c, True))
+    for c in RESPONDER_CASES:
         port += 1
-        full = "responder_peer." + name
-        if not sel.search(full):
-            continue
-        plines, clines = peer_responder(full, port, popts, copts, params)
-        diag = ["mpa-peer:"] + plines + ["client:"] + clines
+        if sel.search("responder_peer." + c[0]):
+            jobs.append(("responder_peer." + c[0], port, c, False))
+
+    def run(job):
+        full, port, c, initiator = job
+        if initiator:
+            name, popts, sopts, params, steps, _, sexp = c
+            return peer_initiator(full, port, popts, sopts, params, steps,
+                                  srv_timeout=20000 if "times_out" in name
+                                  else 12000,
+                                  no_request="!CONNECT_REQUEST" in sexp)
+        name, popts, copts, params = c[:4]
+        return peer_responder(full, port, popts, copts, params)
+
+    results = {}
+    par = [j for j in jobs if j[2][3] is None]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as ex:
+        for j, r in zip(par, ex.map(run, par)):
+            results[j[0]] = r
+    for j in jobs:
+        if j[0] not in results:
+            results[j[0]] = run(j)
+    for full, port, c, initiator in jobs:
+        plines, olines = results[full]
+        if initiator:
+            pexp, oexp, other = c[5], c[6], "server"
+        else:
+            pexp, oexp, other = c[4], c[5], "client"
+        diag = ["mpa-peer:"] + plines + [other + ":"] + olines
         expect_lines(full + ".peer", plines, pexp, diag)
-        expect_lines(full + ".client", clines, cexp, diag)
+        expect_lines(full + "." + other, olines, oexp, diag)
 
 
 def run_kernel_checks(sel):
