@@ -68,7 +68,16 @@ if [ "$DRY" = 1 ]; then
 		esac
 		declare -p "$v"
 	done
-elif [ "${SIWX_ROLE:-single}" = single ]; then
+else
+	# the suites' fixed ports (40000-59999: rawpeer, mpa, mpa_pair,
+	# atomic_pair, flush_pair, interop, rsockets ...) are never handed
+	# out as ephemeral ports: a client that got one could take a later
+	# listener's port, and a capture filtered on a port range sees its
+	# connection (CI once counted one as a second connection to a case)
+	sysctl -q -w net.ipv4.ip_local_reserved_ports=40000-59999 >/dev/null 2>&1 ||
+		echo "guest.sh: ports 40000-59999 not reserved" >&2
+fi
+if [ "$DRY" != 1 ] && [ "${SIWX_ROLE:-single}" = single ]; then
 	# rdma_cm resolves the peer's local address by ARP between the two
 	# veths; that needs local source addresses to be accepted.
 	sysctl -q -w net.ipv4.conf.all.accept_local=1 \

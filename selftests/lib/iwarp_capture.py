@@ -192,11 +192,13 @@ def endpoint(addr, port):
 class Flow:
     """One direction of a TCP connection: t0 (its first packet: the
     timestamp, or read_frames()' frame number), isn (of its SYN, None
-    when not seen), segs [(seq, payload)], fin, rst."""
+    when not seen), synack (its SYN carried an ACK: the direction of the
+    side that accepted), segs [(seq, payload)], fin, rst."""
 
     def __init__(self, ts):
         self.t0 = ts
         self.isn = None
+        self.synack = False
         self.segs = []
         self.fin = self.rst = False
         self._stream = None
@@ -251,6 +253,7 @@ def flows(path, partial=False, whole=False):
             fl = out[key] = Flow(ts)
         if flags & 0x02:                # SYN: data starts at seq + 1
             fl.isn = seq
+            fl.synack = bool(flags & 0x10)
         if flags & 0x01:
             fl.fin = True
         if flags & 0x04:
@@ -300,10 +303,12 @@ def read_frames(path):
 def connections(fl, port):
     """[(key, initiator Flow, responder Flow)] of the TCP connections to
     PORT (key: the initiator's (src, sport, dst, dport)), ordered by their
-    first packet; refused attempts included (no payload)."""
+    first packet; refused attempts included (no payload). A direction
+    that sent the SYN+ACK is the accepting side's: a connection from
+    ephemeral port PORT to another listener is not one to PORT."""
     conns = []
     for key, f in fl.items():
-        if key[3] != port:
+        if key[3] != port or f.synack:
             continue
         src, sport, dst, dport = key
         back = fl.get((dst, dport, src, sport)) or Flow(f.t0)

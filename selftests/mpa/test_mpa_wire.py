@@ -261,6 +261,24 @@ class Capture(unittest.TestCase):
         self.assertTrue(conns[0][2].rst)
         self.assertEqual(fi.t0, 1002.0)
 
+    def test_ephemeral_port_collision(self):
+        # another case's connection whose client got PORT as its
+        # ephemeral port: its listener's direction has dport PORT, but it
+        # answered with SYN+ACK and is no connection to PORT (CI saw it
+        # counted as a second, empty one)
+        other = (SRV[0], PORT + 8)
+        eph = (CLI[0], PORT)
+        pk = self.pk + [tcp_seg(eph, other, 9000, 0x02),
+                        tcp_seg(other, eph, 7000, 0x12),
+                        tcp_seg(eph, other, 9001, 0x18, REQ),
+                        tcp_seg(other, eph, 7001, 0x18, REP)]
+        p = self.path("collide.pcap")
+        pcap(p, [ether(x) for x in pk])
+        self.check_decode(p)
+        conns = cap.decode(p, PORT + 8)
+        self.assertEqual([c["sport"] for c in conns], [PORT])
+        self.assertEqual(conns[0]["req"]["ord"], 16)
+
     def test_pair_decoder(self):
         p = self.path("eth.pcap")
         pcap(p, [ether(x) for x in self.pk])
