@@ -13,6 +13,7 @@ SIWX_VERSION := $(shell cat $(TOP)/VERSION)$(shell git -C $(TOP) describe --alwa
 
 SIWX_SRC     := $(BUILD)/siwx/src/drivers/infiniband/sw/siw
 UPSTREAM_SRC := $(BUILD)/upstream/src/drivers/infiniband/sw/siw
+RDMA_CM_SRC  := $(BUILD)/rdma_cm/src/drivers/infiniband/core
 RDMA_PREFIX  := $(BUILD)/rdma-core/prefix
 KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
 
@@ -20,7 +21,7 @@ KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
 DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
-.PHONY: all deps stage modules siwx upstream rdma-core rpma selftests check demo bench bench-ulp \
+.PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo bench bench-ulp \
 	install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
 	help ktest
 
@@ -53,7 +54,7 @@ $(DEPS_OK): $(DEPS)
 stage: $(DEPS_OK)
 	@$(TOP)/tools/stage-linux.sh $(BUILD)
 
-modules: siwx upstream
+modules: siwx upstream rdma_cm
 
 siwx: stage
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
@@ -64,6 +65,13 @@ siwx: stage
 upstream: stage
 	$(MAKE) -C $(KDIR) M=$(UPSTREAM_SRC) CONFIG_RDMA_SIW=m modules
 	@cp -p $(UPSTREAM_SRC)/siw.ko $(BUILD)/upstream/siw.ko
+
+# rdma_cm.ko with patches/linux-cma (IP CM Service annex rejects), for the VMs
+rdma_cm: stage
+	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(RDMA_CM_SRC) W=1 modules
+	@cp -p $(RDMA_CM_SRC)/rdma_cm.ko $(BUILD)/rdma_cm/rdma_cm.ko
+	@echo "  RDMA_CM $(BUILD)/rdma_cm/rdma_cm.ko"
 
 # the kernel ULP test module of suite kulp, against the same headers as siwx
 ktest: $(DEPS_OK)

@@ -21,7 +21,7 @@ cp=$pristine/scripts/checkpatch.pl
 opts=(--no-tree --quiet --show-types --no-signoff --ignore FILE_PATH_CHANGES
       --ignore UNKNOWN_COMMIT_ID)
 fail=0
-for p in "$top"/patches/linux/*.patch; do
+for p in "$top"/patches/linux/*.patch "$top"/patches/linux-cma/*.patch; do
 	[ -e "$p" ] || continue
 	if ! out=$(perl "$cp" "${opts[@]}" "$p" 2>&1); then
 		echo "checkpatch: $(basename "$p")"; echo "$out"; fail=1
@@ -32,5 +32,5 @@ while IFS= read -r f; do
 		echo "checkpatch: ${f#"$top"/}"; echo "$out"; fail=1
 	fi
 done < <(find "$top/drivers" "$top/include" -type f \( -name '*.[ch]' \) 2>/dev/null)
-[ $fail = 0 ] && echo "checkpatch: clean ($(ls "$top"/patches/linux/*.patch 2>/dev/null | wc -l) patches, our kernel files)"
+[ $fail = 0 ] && echo "checkpatch: clean ($(ls "$top"/patches/linux/*.patch "$top"/patches/linux-cma/*.patch 2>/dev/null | wc -l) patches, our kernel files)"
 exit $fail

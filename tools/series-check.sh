@@ -228,4 +228,51 @@ if [ $fail = 0 ]; then
 else
 	echo "  SERIES  FAILED ($(secs "$start" "$(now)")s)"
 fi
+
+# --- the rdma_cm series (patches/linux-cma) ---------------------------
+# The same for the RDMA core's cma: each prefix on the pristine core
+# files builds rdma_cm.ko (W=1, -Werror), each patch checkpatch --strict.
+cdir=$top/patches/linux-cma
+if [ -f "$cdir/series" ]; then
+	cwork=$work/cma
+	core=$cwork/drivers/infiniband/core
+	rm -rf "$cwork"
+	mkdir -p "$core"
+	cp "$pristine/drivers/infiniband/core"/cma*.c \
+		"$pristine/drivers/infiniband/core"/*.h "$core/"
+	cp "$top/tools/rdma_cm/Kbuild" "$core/Kbuild"
+	cpatches=()
+	while read -r p _; do
+		case "$p" in ''|'#'*) continue ;; esac
+		cpatches+=("$p")
+	done <"$cdir/series"
+	cn=${#cpatches[@]}
+	for ((i = 0; i <= cn; i++)); do
+		t0=$(now)
+		p="(pristine cma)" cp_rc=0 cp_out=
+		if [ $i -gt 0 ]; then
+			p=${cpatches[i - 1]}
+			if ! patch -d "$cwork" -p1 -F0 -N -s --no-backup-if-mismatch \
+				-i "$cdir/$p" >"$cwork.log" 2>&1; then
+				row "$i" "$cn" "$p" "does not apply"
+				fail=1
+				break
+			fi
+			cp_out=$(checkpatch_one "$cdir/$p")
+			cp_rc=$?
+		fi
+		make -C "$KDIR" M="$core" W=1 ${werror:+KCFLAGS=-Werror} \
+			-j"$jobs" modules >"$cwork.log" 2>&1
+		b_rc=$?
+		warn=$(grep -E 'warning:|^WARNING:' "$cwork.log")
+		[ -z "$warn" ] || [ -z "$werror" ] || b_rc=1
+		printf '  CMA     [%2d/%d] %-52.52s checkpatch %-4s build %-4s %5ss\n' \
+			"$i" "$cn" "$p" "$([ $cp_rc = 0 ] && echo ok || echo FAIL)" \
+			"$([ $b_rc = 0 ] && echo ok || echo FAIL)" "$(secs "$t0" "$(now)")"
+		[ -z "$cp_out" ] || printf '%s\n' "$cp_out" | indent
+		[ $b_rc = 0 ] || { grep -E 'error|warning' "$cwork.log" | head -n 20 | indent; }
+		[ $cp_rc = 0 ] && [ $b_rc = 0 ] || fail=1
+	done
+	[ $fail = 0 ] && echo "  CMA     ok: each of the $cn prefixes builds rdma_cm.ko, every patch checkpatch --strict clean"
+fi
 exit $fail

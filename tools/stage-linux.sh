@@ -23,6 +23,7 @@ tarball=${LINUX_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 
 members=(
 	drivers/infiniband/sw/siw
+	drivers/infiniband/core
 	include/uapi/rdma/siw-abi.h
 	scripts/checkpatch.pl
 	scripts/spelling.txt
@@ -68,6 +69,21 @@ copy_pristine() {
 	cp "$pristine/include/uapi/rdma/siw-abi.h" "$1/include/uapi/rdma/"
 }
 
+# apply_series NAME TREE: patches/NAME/series onto TREE, in order
+apply_series() {
+	local dir=$top/patches/$1 p
+	[ -f "$dir/series" ] || return 0
+	while read -r p _; do
+		case "$p" in ''|'#'*) continue ;; esac
+		[ -f "$dir/$p" ] || die "patches/$1/series names missing patch $p"
+		if ! patch -d "$2" -p1 -F0 -N -s --no-backup-if-mismatch \
+			-i "$dir/$p" >"$scratch/patch.log" 2>&1; then
+			cat "$scratch/patch.log" >&2
+			die "patch $p ($1) does not apply"
+		fi
+	done <"$dir/series"
+}
+
 # --- 2. upstream ----------------------------------------------------------
 scratch=$build/.stage-tmp
 rm -rf "$scratch"
@@ -78,22 +94,19 @@ sync_tree "$scratch/upstream" "$build/upstream/src"
 # --- 3. siwx --------------------------------------------------------------
 mkdir -p "$scratch/siwx" "$build/siwx/src"
 copy_pristine "$scratch/siwx"
-series=$top/patches/linux/series
-if [ -f "$series" ]; then
-	while read -r p _; do
-		case "$p" in ''|'#'*) continue ;; esac
-		[ -f "$top/patches/linux/$p" ] || die "series names missing patch $p"
-		if ! patch -d "$scratch/siwx" -p1 -F0 -N -s --no-backup-if-mismatch \
-			-i "$top/patches/linux/$p" >"$scratch/patch.log" 2>&1; then
-			cat "$scratch/patch.log" >&2
-			die "patch $p does not apply"
-		fi
-	done <"$series"
-fi
+apply_series linux "$scratch/siwx"
 # Our own files, laid out as in the kernel tree.
 for d in drivers include; do
 	[ -d "$top/$d" ] && cp -r "$top/$d/." "$scratch/siwx/$d/"
 done
 cp "$top/Kbuild" "$scratch/siwx/drivers/infiniband/sw/siw/Kbuild"
 sync_tree "$scratch/siwx" "$build/siwx/src"
+
+# --- 4. rdma_cm: the RDMA core's cma with patches/linux-cma -----------------
+core=drivers/infiniband/core
+mkdir -p "$scratch/rdma_cm/$core" "$build/rdma_cm/src"
+cp "$pristine/$core"/cma*.c "$pristine/$core"/*.h "$scratch/rdma_cm/$core/"
+apply_series linux-cma "$scratch/rdma_cm"
+cp "$top/tools/rdma_cm/Kbuild" "$scratch/rdma_cm/$core/Kbuild"
+sync_tree "$scratch/rdma_cm" "$build/rdma_cm/src"
 rm -rf "$scratch"
