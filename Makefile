@@ -88,6 +88,7 @@ rpma: rdma-core
 selftests: rdma-core stage ktest
 	$(MAKE) -C $(TOP)/selftests O=$(BUILD)/selftests RDMA_PREFIX=$(RDMA_PREFIX) KSFT_DIR=$(KSFT_DIR)
 	$(MAKE) -C $(TOP)/tools/mpa-peer O=$(BUILD)/tools/mpa-peer
+	$(MAKE) -C $(TOP)/tools/ipcm O=$(BUILD)/tools/ipcm
 	$(MAKE) -C $(TOP)/tools/demo O=$(BUILD)/tools/demo RDMA_PREFIX=$(RDMA_PREFIX)
 
 # The series check runs at nice 19 next to the VM tests (they leave a

@@ -15,6 +15,9 @@
 #
 #   net_up              the pair, the rules, siwn0 and siwn1
 #   net_down            all of it undone (the "local" rule back at 0)
+#   routed_pair_up, routed_pair_down
+#                       the same for any pair of names and addresses
+#                       (IPv6 too), without RDMA devices
 #   rdma_res            "DEV.pd=N DEV.cq=N ..." of the devices RES_DEVS
 #                       (an awk regex) matches
 #   nocq LINE           that line without the CQ counts
@@ -27,31 +30,61 @@
 TA=${TA:-192.168.79.1}
 HA=${HA:-192.168.79.2}
 
-net_up() {
-	ip -batch - <<-EOF || return 1
-	link add vn0 type veth peer name vn1
-	addr add $TA/24 dev vn0
-	addr add $HA/24 dev vn1
-	link set vn0 up
-	link set vn1 up
-	EOF
+# routed_pair_up DEV0 DEV1 ADDR0 ADDR1 [ADDR0_6 ADDR1_6]: a veth pair
+# whose traffic between its two local addresses crosses it (the rules
+# above, tables 201 and 202; for IPv6 too when its addresses are given)
+routed_pair_up() {
 	local f
-	for f in all vn0 vn1; do
+	ip -batch - <<-EOF || return 1
+	link add $1 type veth peer name $2
+	addr add $3/24 dev $1
+	addr add $4/24 dev $2
+	link set $1 up
+	link set $2 up
+	EOF
+	if [ -n "${5:-}" ]; then
+		ip addr add "$5/64" dev "$1" nodad &&
+			ip addr add "$6/64" dev "$2" nodad || return 1
+	fi
+	for f in all $1 $2; do
 		echo 0 >/proc/sys/net/ipv4/conf/$f/rp_filter
 		echo 1 >/proc/sys/net/ipv4/conf/$f/accept_local
 	done
-	# Both addresses are local: look up "local" only for what came in on
-	# the veth pair; what is for the other address goes out of it.
-	ip -batch - <<-EOF || return 1
-	rule add pref 10 iif vn0 lookup local
-	rule add pref 11 iif vn1 lookup local
-	route add $TA dev vn1 src $HA table 201
-	route add $HA dev vn0 src $TA table 202
-	rule add pref 20 to $TA lookup 201
-	rule add pref 21 to $HA lookup 202
+	pair_rules -4 "$@" || return 1
+	[ -z "${5:-}" ] || pair_rules -6 "$1" "$2" "$5" "$6"
+}
+# pair_rules -4|-6 DEV0 DEV1 ADDR0 ADDR1: both addresses are local; look
+# up "local" only for what came in on the pair; what is for the other
+# address goes out of it
+pair_rules() {
+	ip "$1" -batch - <<-EOF
+	rule add pref 10 iif $2 lookup local
+	rule add pref 11 iif $3 lookup local
+	route add $4 dev $3 src $5 table 201
+	route add $5 dev $2 src $4 table 202
+	rule add pref 20 to $4 lookup 201
+	rule add pref 21 to $5 lookup 202
 	rule add pref 100 lookup local
 	rule del pref 0
 	EOF
+}
+routed_pair_down() {	# DEV0: the pair and its rules gone ("local" back at 0)
+	local f
+	for f in -4 -6; do
+		ip "$f" -force -batch - >/dev/null 2>&1 <<-EOF
+		rule add pref 0 lookup local
+		rule del pref 10
+		rule del pref 11
+		rule del pref 20
+		rule del pref 21
+		rule del pref 100
+		EOF
+	done
+	ip link del "$1" 2>/dev/null
+}
+
+net_up() {
+	routed_pair_up vn0 vn1 "$TA" "$HA" || return 1
 	rdma link add siwn0 type siw netdev vn0 || return 1
 	rdma link add siwn1 type siw netdev vn1 || return 1
 	ip route get "$TA" from "$HA" | grep -q 'dev vn1' || return 1
@@ -60,16 +93,9 @@ net_up() {
 net_down() {
 	rdma link delete siwn1 2>/dev/null
 	rdma link delete siwn0 2>/dev/null
-	ip -batch - 2>/dev/null <<-EOF
-	rule add pref 0 lookup local
-	rule del pref 10
-	rule del pref 11
-	rule del pref 20
-	rule del pref 21
-	rule del pref 100
-	link del vn0
-	EOF
+	routed_pair_down vn0
 }
+
 # rdma_res: "pd cq qp cm_id mr" of the devices RES_DEVS matches
 rdma_res() {
 	rdma res show | awk -v re="^(${RES_DEVS}):\$" '$2 ~ re {
