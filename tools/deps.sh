@@ -34,6 +34,8 @@ pkgs=(
 	nvme-cli fio
 	# suite nvme_faults: offloads off on the veth pair for tc pedit/csum corruption
 	ethtool
+	# suite ipcm: siwx-ipcm.1 rendered and checked for groff warnings
+	man-db groff-base
 )
 # Servers the test VMs run (they share this machine's root read-only): the
 # packages are installed here, their services never started here. During
