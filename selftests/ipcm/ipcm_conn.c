@@ -15,7 +15,9 @@
  *   ipcm_conn client ADDR PORT [SRC]
  *	connects (private data "hello"), prints
  *	   connected local=IP:PORT peer=IP:PORT
- *	and disconnects; or prints "rejected status=N" (exit 1).
+ *	and disconnects; or prints (exit 1)
+ *	   rejected status=N pdata_len=N pdata=TEXT ari=HEX|-
+ *	ari: what follows the 148 bytes of a REJ's private data (IB/RoCE).
  *
  * Uses librdmacm's event channel API (what a portable application uses):
  * rdma_create_id, rdma_resolve_addr/route, rdma_connect, rdma_listen.
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/rdma_cma.h>
+#include <siwx/ipcm.h>
 
 #define TIMEOUT_MS 20000
 /*
@@ -224,10 +227,27 @@ static int client(const char *addr, const char *port, const char *src)
 		printf("timeout waiting for the answer\n");
 		return 1;
 	}
+	if (ev->event == RDMA_CM_EVENT_REJECTED) {
+		/*
+		 * IB/RoCE: the REJ's 148 bytes of private data, then, with
+		 * patches/linux-cma 0003, the Additional Rejection
+		 * Information of a consumer reject (the annex's format)
+		 */
+		const unsigned char *pd = ev->param.conn.private_data;
+		int len = ev->param.conn.private_data_len, i;
+
+		printf("rejected status=%d pdata_len=%d pdata=%.11s ari=",
+		       ev->status, len, pd && len && *pd ?
+		       (const char *)pd : "-");
+		for (i = SIWX_CM_REJ_PD_SIZE; pd && i < len; i++)
+			printf("%02x", pd[i]);
+		printf("%s\n", len > SIWX_CM_REJ_PD_SIZE ? "" : "-");
+		rdma_ack_cm_event(ev);
+		return 1;
+	}
 	if (ev->event != RDMA_CM_EVENT_ESTABLISHED) {
-		printf("%s status=%d\n", ev->event ==
-		       RDMA_CM_EVENT_REJECTED ? "rejected" :
-		       rdma_event_str(ev->event), ev->status);
+		printf("%s status=%d\n", rdma_event_str(ev->event),
+		       ev->status);
 		rdma_ack_cm_event(ev);
 		return 1;
 	}

@@ -69,7 +69,8 @@ v = siwx_wire.parse(sys.argv[1] + "/include/siwx/ipcm.h")
 for k, x in v.items():
     if k.startswith(("SIWX_IPCM_ARI_", "SIWX_IPCM_LAYER_",
                      "SIWX_IPCM_MAJOR", "SIWX_IPCM_MINOR",
-                     "SIWX_IPCM_REJ_HDR", "SIWX_CM_REJ_REASON")):
+                     "SIWX_IPCM_REJ_HDR", "SIWX_CM_REJ_REASON",
+                     "SIWX_CM_REJ_PD_SIZE")):
         print("%s=%d" % (k, x))
 EOF
 )"
@@ -103,7 +104,8 @@ for m in stock ours; do
 done
 conn_tests() {	# TYPE V: the tests of one conn
 	echo "conn.$1.v$2.connected conn.$1.v$2.same_5tuple"
-	[ "$1" != rxe ] || echo "conn.$1.v$2.annex_header conn.$1.v$2.tshark_agrees"
+	[ "$1" != rxe ] || echo "conn.$1.v$2.annex_header conn.$1.v$2.tshark_agrees" \
+		"conn.$1.v$2.reject_ari_ulp conn.$1.v$2.reject_ari_unknown_addr"
 }
 for t in rxe siw; do
 	for v in 4 6; do
@@ -246,8 +248,11 @@ check_capture() {
 # pair_up TYPE: vp0 $PA (device ${TYPE}p0) and vp1 $PB (${TYPE}p1), the
 # traffic between them over the pair (lib/ulp.sh's policy routing)
 PA=192.168.95.1 PB=192.168.95.2 PA6=fd95::1 PB6=fd95::2
+PA2=192.168.95.3 PA26=fd95::3	# vp0's second address: no listener there
 pair_up() {
 	routed_pair_up vp0 vp1 "$PA" "$PB" "$PA6" "$PB6" || return 1
+	ip addr add "$PA2/24" dev vp0 && ip addr add "$PA26/64" dev vp0 nodad ||
+		return 1
 	rdma link add "${1}p0" type "$1" netdev vp0 || return 1
 	rdma link add "${1}p1" type "$1" netdev vp1 || return 1
 	ip route get "$PA" from "$PB" | grep -q 'dev vp1' || return 1
@@ -336,7 +341,43 @@ conn() {
 			nok "$name.annex_header" "no connection over rxe"
 			nok "$name.tshark_agrees" "no connection over rxe"
 		fi
+		if [ "$v" = 4 ]; then reject_ari "$name" "$a" "$b" "$PA2" "$port"
+		else reject_ari "$name" "$a" "$b" "$PA26" "$port"; fi
 	fi
+}
+# reject_ari NAME A B A2 PORT: the rejected client reads the reject's
+# Additional Rejection Information (patch 0003: behind the REJ's private
+# data): the application's reject (layer 0x01), and rdma_cm's own for a
+# request to A while the only listener on the port is bound to A2
+reject_ari() {
+	local name=$1 a=$2 b=$3 a2=$4 port=$(($5 + 10)) got want
+	"$CONN" server "$a" "$port" 1 reject >"$OUT/$name.rsrv" 2>&1 &
+	SRV_PID=$!
+	for _ in $(seq 100); do grep -q listening "$OUT/$name.rsrv" && break; sleep 0.1; done
+	"$CONN" client "$a" "$port" "$b" >"$OUT/$name.rcli" 2>&1
+	wait "$SRV_PID"
+	got=$(grep '^rejected' "$OUT/$name.rcli")
+	want=$(printf 'rejected status=%d pdata_len=%d pdata=ulp-reject ari=%02x' \
+		"$SIWX_CM_REJ_REASON_CONSUMER" $((SIWX_CM_REJ_PD_SIZE + 1)) \
+		"$SIWX_IPCM_LAYER_ULP")
+	if [ "$got" = "$want" ]; then ok "$name.reject_ari_ulp"
+	else nok "$name.reject_ari_ulp" "client: '$(tail -n 1 "$OUT/$name.rcli")', want '$want'"; fi
+	port=$((port + 1))
+	"$CONN" server "$a2" "$port" 1 accept >"$OUT/$name.usrv" 2>&1 &
+	SRV_PID=$!
+	for _ in $(seq 100); do grep -q listening "$OUT/$name.usrv" && break; sleep 0.1; done
+	"$CONN" client "$a" "$port" "$b" >"$OUT/$name.ucli" 2>&1
+	kill "$SRV_PID" 2>/dev/null
+	wait "$SRV_PID" 2>/dev/null
+	SRV_PID=
+	got=$(grep '^rejected' "$OUT/$name.ucli")
+	want=$(printf 'rejected status=%d pdata_len=%d pdata=- ari=%02x%02x0000' \
+		"$SIWX_CM_REJ_REASON_CONSUMER" \
+		$((SIWX_CM_REJ_PD_SIZE + SIWX_IPCM_REJ_HDR_SIZE)) \
+		"$SIWX_IPCM_LAYER_IPCM" "$SIWX_IPCM_ARI_UNKNOWN_ADDR")
+	if [ "$got" = "$want" ]; then ok "$name.reject_ari_unknown_addr"
+	else nok "$name.reject_ari_unknown_addr" "client: '$(tail -n 1 "$OUT/$name.ucli")', want '$want'"; fi
+	cat "$OUT/$name.rcli" "$OUT/$name.ucli" >>"$LOG"
 }
 br() { case $1 in *:*) echo "[$1]" ;; *) echo "$1" ;; esac; }
 
