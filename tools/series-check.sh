@@ -80,10 +80,14 @@ n=${#patches[@]}
 
 # Every patch file is in the series (the cover letter, cover-letter.txt,
 # is not a patch: it carries no diff).
+# (No "printf | grep -q" here: under pipefail, grep -q leaving at its
+# first match can kill the writer with SIGPIPE and fail a good series; CI
+# saw it once.)
+declare -A in_series=()
+for p in "${patches[@]}"; do in_series[$p]=1; done
 for f in "$pdir"/*.patch; do
-	b=$(basename "$f")
-	printf '%s\n' "${patches[@]}" | grep -qxF "$b" ||
-		die "$b is in $pdir but not in the series"
+	b=${f##*/}
+	[ -n "${in_series[$b]:-}" ] || die "$b is in $pdir but not in the series"
 done
 
 # --- checkpatch -------------------------------------------------------

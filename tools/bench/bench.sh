@@ -49,7 +49,7 @@ BENCH_PMEM=${BENCH_PMEM-128M}
 PMARGS=()
 if [ -z "$BENCH_PMEM" ] || [ "$BENCH_PMEM" = 0 ]; then
 	PMEM_NOTE="none (BENCH_PMEM=0)"
-elif ! "$TOP/tools/vm/run" --help 2>&1 | grep -q -- '--pmem SIZE'; then
+elif [[ $("$TOP/tools/vm/run" --help 2>&1) != *"--pmem SIZE"* ]]; then
 	PMEM_NOTE="none (tools/vm/run has no --pmem)"
 elif ! command -v ndctl > /dev/null; then
 	PMEM_NOTE="none (no ndctl on the host, make deps)"
