@@ -21,6 +21,7 @@
  *
  * Uses librdmacm's event channel API (what a portable application uses):
  * rdma_create_id, rdma_resolve_addr/route, rdma_connect, rdma_listen.
+ * IPCM_TIMEOUT_MS: how long to wait for an event (default 20000).
  * Exit 0 on success, 1 on a failure, 2 on usage errors.
  */
 #include <arpa/inet.h>
@@ -32,9 +33,10 @@
 #include <rdma/rdma_cma.h>
 #include <siwx/ipcm.h>
 
-#define TIMEOUT_MS 20000
+/* how long to wait for an event; IPCM_TIMEOUT_MS overrides */
+static int timeout_ms = 20000;
 /*
- * below TIMEOUT_MS: a resolution that lost its wake-up (see neigh_warm in
+ * below timeout_ms: a resolution that lost its wake-up (see neigh_warm in
  * ipcm_rxe.sh) still completes at its timeout, before the event wait ends
  */
 #define RESOLVE_MS 5000
@@ -60,13 +62,13 @@ static const char *ep(const struct sockaddr *sa, char *buf, size_t n)
 	return buf;
 }
 
-/* the next event on ch, or NULL after TIMEOUT_MS */
+/* the next event on ch, or NULL after timeout_ms */
 static struct rdma_cm_event *next_event(struct rdma_event_channel *ch)
 {
 	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
 	struct rdma_cm_event *ev;
 
-	if (poll(&p, 1, TIMEOUT_MS) <= 0 || rdma_get_cm_event(ch, &ev))
+	if (poll(&p, 1, timeout_ms) <= 0 || rdma_get_cm_event(ch, &ev))
 		return NULL;
 	return ev;
 }
@@ -268,6 +270,8 @@ static int client(const char *addr, const char *port, const char *src)
 
 int main(int argc, char **argv)
 {
+	if (getenv("IPCM_TIMEOUT_MS"))
+		timeout_ms = atoi(getenv("IPCM_TIMEOUT_MS"));
 	if (argc >= 5 && !strcmp(argv[1], "server"))
 		return server(argv[2], argv[3], atoi(argv[4]),
 			      argc < 6 || strcmp(argv[5], "reject"));
