@@ -377,6 +377,9 @@ if [ ${#pair[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- host
+# The lines of a failed host suite's log that say why: tools/vm/run's FAIL
+# lines and the guest kernel's problem reports.
+LOG_PROBLEMS='siwx-vm: .*FAIL|FAIL:|Oops|BUG:|WARNING:|Kernel panic|Call Trace'
 # Host suites run here, after the VMs: TAP on stdout into RES/SUITE.tap,
 # stderr into RES/SUITE.log; a non-zero exit is a failure of its own.
 if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
@@ -400,6 +403,13 @@ if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 			fail "$s.run (timed out after ${limit}s, settings timeout or $var; see $RES/$s.log)"
 		elif [ $rc != 0 ]; then
 			fail "$s.run (${hcmd[0]##*/} exit $rc; see $RES/$s.log)"
+		fi
+		if [ $rc != 0 ] && [ -s "$RES/$s.log" ] &&
+		   grep -q -E "$LOG_PROBLEMS" "$RES/$s.log"; then
+			# what a VM the suite booted said of itself (tools/vm/run's
+			# verdict, kernel problems), wherever it is in the log
+			echo "        problems reported in $s.log (first 12):"
+			grep -E "$LOG_PROBLEMS" "$RES/$s.log" | head -n 12 | cut -c1-200 | sed 's/^/        /'
 		fi
 		if [ $rc != 0 ] && [ -s "$RES/$s.log" ]; then
 			echo "        the end of $s.log:"

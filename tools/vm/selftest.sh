@@ -10,6 +10,8 @@
 #   oops      a "WARNING:" in dmesg fails the run (-> 125)
 #   perftest  ib_send_bw -R: server on siw0/192.168.77.1, client on siw1
 #   pair      ib_send_bw -R between VM a (server) and VM b (client)
+#   retry     a guest that crashes before its command is booted once more
+#             (SIWX_VM_TEST_DIE_EARLY): single, and VM b of a pair
 # --full adds:
 #   timeout   a hanging command hits the guest limit (-> 124), teardown runs
 #   netns     ib_send_bw -R with siw1 in its own namespace (--netns)
@@ -103,6 +105,20 @@ if [ "$LEVEL" != quick ]; then
 	check pair 0 --timeout 400 --pair --peer-cmd 'tools/vm/perftest-run client ib_send_bw' \
 		-- tools/vm/perftest-run server ib_send_bw
 	expect pair "$BASE/pair/b/perftest-client.txt" '^ *65536 +1000 '
+
+	# --- retry: a crash before the command is a boot failure, booted again
+	SIWX_VM_TEST_DIE_EARLY=single check retry 0 -- 'echo second boot > "$SIWX_RESULTS/ran"'
+	expect retry "$BASE/retry/boot-failure.log" 'test: crashing before the command'
+	expect retry "$BASE/retry/ran" '^second boot$'
+	SIWX_VM_TEST_DIE_EARLY=b check retry-pair 0 --timeout 400 --pair \
+		--peer-cmd 'echo b > "$SIWX_RESULTS/ran"' -- 'echo a > "$SIWX_RESULTS/ran"'
+	expect retry-pair "$BASE/retry-pair/b/boot-failure.log" 'test: crashing before the command'
+	expect retry-pair "$BASE/retry-pair/a/ran" '^a$'
+	expect retry-pair "$BASE/retry-pair/b/ran" '^b$'
+	# the second crash is not retried: exit 125, a stopped at once
+	SIWX_VM_TEST_DIE_EARLY=b SIWX_VM_TEST_DIE_TWICE=1 check retry-twice 125 --timeout 400 --pair \
+		--peer-cmd 'true' -- 'sleep 300'
+	expect retry-twice "$BASE/retry-twice/a/vm-verdict" 'stopped: VM b died before running its command'
 fi
 
 if [ "$LEVEL" = full ]; then
