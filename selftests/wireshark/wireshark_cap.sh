@@ -28,6 +28,11 @@
 # logs; TAP: each program ran, and iwarp_capture.py finds each kind of
 # message in the capture.
 #
+# The protocol counters of siw0 and siw1 (ports/1/hw_counters, 'rdma
+# statistic show link') are read before the capture starts and after it
+# stopped (SIWX_RESULTS/wireshark_cap.counters/); counters_check.py checks
+# what they counted against the capture (wireshark_cap.counters.*).
+#
 # Environment: SIWX_BIN, SIWX_RESULTS, SIWX_ADDR0/1 (passed on),
 # SIWX_WIRESHARK_CAP_PORT (first port of imm_peer/atomic_peer, 40401).
 
@@ -73,6 +78,23 @@ restore() {
 }
 trap restore EXIT
 
+CNT=$OUT/wireshark_cap.counters
+rm -rf "$CNT"
+mkdir -p "$CNT"
+# counters_read WHEN: each device's hw_counters as "name value" lines
+counters_read() {
+	local d f
+	for d in siw0 siw1; do
+		for f in "/sys/class/infiniband/$d/ports/1/hw_counters/"*; do
+			[ "${f##*/}" = lifespan ] && continue
+			echo "${f##*/} $(cat "$f")"
+		done > "$CNT/$d.$1"
+	done
+}
+echo "${SIWX_ADDR0:-192.168.77.1}" > "$CNT/siw0.addr"
+echo "${SIWX_ADDR1:-192.168.77.2}" > "$CNT/siw1.addr"
+counters_read before
+
 # -P: libpcap, which iwarp_capture.py reads (dumpcap writes pcapng)
 cap_start wireshark_cap "tcp" -P ||
 	all_fail "dumpcap did not start: $(tr '\n' ' ' < "$CAP_LOG")"
@@ -102,9 +124,14 @@ run imm_peer_norecv_ulp 90 "$BIN/imm_peer" norecv "$((PORT0 + 2))"
 restore
 cap_stop
 PCAP=$CAP_PCAP
+# the counters are cached for the stats' lifespan (10 ms)
+sleep 0.1
+counters_read after
+for d in siw0 siw1; do
+	rdma -j statistic show link "$d/1" > "$CNT/$d.rdma.json" 2>&1
+done
 
 echo "TAP version 13"
-echo "1..${#TESTS[@]}"
 [ -n "$CAP_SUMMARY" ] && echo "$CAP_SUMMARY"
 if [ -s "$PCAP" ] && gzip -9 -c "$PCAP" > "$OUT/wireshark_cap.pcap.gz"; then
 	echo "# $(stat -c %s "$PCAP") bytes, $(stat -c %s "$OUT/wireshark_cap.pcap.gz") gzip'd"
@@ -133,5 +160,18 @@ else
 	echo "not ok $n wireshark_cap.contents"
 	fails=$((fails + 1))
 fi
+# the counters against the capture
+zcat "$OUT/wireshark_cap.pcap.gz" > "$CNT/capture.pcap" 2>/dev/null
+"$PY" "$HERE/counters_check.py" "$CNT/capture.pcap" "$CNT" "$((n + 1))" > "$CNT/tap.txt" 2>&1 ||
+	fails=$((fails + 1))
+cat "$CNT/tap.txt"
+c=$(grep -c -E '^(not )?ok ' "$CNT/tap.txt")
+if [ "$c" = 0 ]; then
+	c=1
+	echo "not ok $((n + 1)) wireshark_cap.counters (counters_check.py printed no result)"
+fi
+n=$((n + c))
+rm -f "$CNT/capture.pcap"
+echo "1..$n"
 echo "# capture: $OUT/wireshark_cap.pcap.gz; log: $LOG"
 [ "$fails" = 0 ]
