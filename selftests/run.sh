@@ -378,8 +378,11 @@ fi
 
 # ---------------------------------------------------------------- host
 # The lines of a failed host suite's log that say why: tools/vm/run's FAIL
-# lines and the guest kernel's problem reports.
-LOG_PROBLEMS='siwx-vm: .*FAIL|FAIL:|Oops|BUG:|WARNING:|Kernel panic|Call Trace'
+# lines and the guest kernel's problem reports (tools/vm/kernel-problems.sh,
+# the one list).
+# shellcheck source=../tools/vm/kernel-problems.sh
+. "$TOP/tools/vm/kernel-problems.sh"
+FAIL_LINES="siwx-vm: .*FAIL|FAIL:|$KERNEL_PROBLEMS"
 # Host suites run here, after the VMs: TAP on stdout into RES/SUITE.tap,
 # stderr into RES/SUITE.log; a non-zero exit is a failure of its own.
 if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
@@ -405,11 +408,11 @@ if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 			fail "$s.run (${hcmd[0]##*/} exit $rc; see $RES/$s.log)"
 		fi
 		if [ $rc != 0 ] && [ -s "$RES/$s.log" ] &&
-		   grep -q -E "$LOG_PROBLEMS" "$RES/$s.log"; then
+		   grep -q -E "$FAIL_LINES" "$RES/$s.log"; then
 			# what a VM the suite booted said of itself (tools/vm/run's
 			# verdict, kernel problems), wherever it is in the log
 			echo "        problems reported in $s.log (first 12):"
-			grep -E "$LOG_PROBLEMS" "$RES/$s.log" | head -n 12 | cut -c1-200 | sed 's/^/        /'
+			grep -E "$FAIL_LINES" "$RES/$s.log" | head -n 12 | cut -c1-200 | sed 's/^/        /'
 		fi
 		if [ $rc != 0 ] && [ -s "$RES/$s.log" ]; then
 			echo "        the end of $s.log:"

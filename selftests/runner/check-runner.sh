@@ -432,7 +432,7 @@ t_check_report() {
 }
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..9"
 check settings.valid t_settings
 check env.reaches_guest t_env
 check env.runner_vars_stay t_runner_vars
