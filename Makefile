@@ -22,7 +22,7 @@ DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
 .PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo bench bench-ulp \
-	install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
+	deb install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
 	help ktest
 
 all: modules rdma-core selftests
@@ -40,6 +40,7 @@ help:
 	@echo "make upstream-series the series with our files folded in (build/upstream-series/out), checked"
 	@echo "make bench       siwx vs upstream siw, rxe and raw TCP, then make bench-ulp (BENCH=quick|full)"
 	@echo "make bench-ulp   NVMe-oF and NFS over siwx vs upstream siw, rxe and their TCP transports"
+	@echo "make deb         build/deb/out: siwx-dkms and siwx-rdma-core .deb (Documentation/install.md)"
 	@echo "make install     install siw.ko (updates/), rdma-core into PREFIX=$(PREFIX), the Wireshark dissector"
 	@echo "make install-wireshark  tools/wireshark/siwx.lua into WIRESHARK_LUA_DIR"
 	@echo "Variables: KVER=$(KVER) PREFIX=$(PREFIX)"
@@ -93,7 +94,7 @@ selftests: rdma-core stage ktest
 
 # The series check runs at nice 19 next to the VM tests (they leave a
 # third of the CPUs idle while guests wait); its log follows theirs.
-check: stage modules rdma-core selftests
+check: stage modules rdma-core selftests deb
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
 	@log=$(BUILD)/series-check.log; \
 	KDIR=$(KDIR) nice -n 19 $(TOP)/tools/series-check.sh $(BUILD) >$$log 2>&1 & sc=$$!; \
@@ -131,6 +132,11 @@ upstream-series: stage
 	@$(TOP)/tools/upstream-series.sh $(BUILD)
 	@KDIR=$(KDIR) SERIES_DIR=$(BUILD)/upstream-series/out SERIES_OWN_FILES=0 \
 		SERIES_WORK=$(BUILD)/upstream-series/check $(TOP)/tools/series-check.sh $(BUILD)
+
+# Debian packages: siwx-dkms (the staged sources) and siwx-rdma-core (our
+# rdma-core under /usr/lib/siwx); see Documentation/install.md
+deb: stage
+	@$(TOP)/tools/deb/build-debs.sh $(BUILD) $(BUILD)/deb/out $(SIWX_VERSION)
 
 install: install-modules install-userspace install-wireshark
 

@@ -84,7 +84,7 @@ table() {
 		single) where="single VM" ;;
 		single-upstream) where="single VM, upstream module" ;;
 		pair) where="pair: ${SUITE[$s:pairs]// /, }" ;;
-		host) where="host" ;;
+		host) where="host"; [ "${SUITE[$s:early]}" = no ] || where="host, started early" ;;
 		esac
 		[ -z "${SUITE[$s:pmem]}" ] || where="$where, pmem ${SUITE[$s:pmem]}"
 		t=${SUITE[$s:timeout]}
@@ -251,6 +251,39 @@ echo "siwx selftests: module $SIWX_MODULE"
 [ "$uses_upstream" = 0 ] || echo "siwx selftests: upstream module $SIWX_UPSTREAM_MODULE"
 echo "siwx selftests: results in $RES"
 
+# ---------------------------------------------------------------- host, early
+# host_run SUITE: runs a host suite: TAP on stdout into RES/SUITE.tap,
+# stderr into RES/SUITE.log, its exit status and seconds into
+# RES/SUITE.rc and RES/SUITE.secs.
+host_run() {
+	local s=$1 t0 rc var limit hcmd
+	suite_expand "$s" "${SUITE[$s:cmd]}"
+	read -r -a hcmd <<< "$REPLY"
+	t0=$(date +%s)
+	var=SIWX_SUITE_TIMEOUT_${s//-/_}
+	limit=${!var:-${SUITE[$s:timeout]}}
+	# what a host suite that boots VMs of its own (tools/vm/run)
+	# needs: the modules and build outputs of this run
+	SIWX_RESULTS=$RES SIWX_MODULE=$SIWX_MODULE SIWX_UPSTREAM_MODULE=$SIWX_UPSTREAM_MODULE \
+	RDMA_PREFIX=$RDMA_PREFIX SELFTEST_DIR=$SELFTEST_DIR \
+		timeout -k 10 "$limit" "${hcmd[@]}" \
+		> "$RES/$s.tap" 2> "$RES/$s.log" < /dev/null
+	rc=$?
+	echo "$rc" > "$RES/$s.rc"
+	echo "$(( $(date +%s) - t0 ))" > "$RES/$s.secs"
+}
+# The host suites with early=yes start now, in the background, next to the
+# VMs; the host section below waits for them.
+declare -A EARLY=()
+if [ "$PRE_OK" = 1 ]; then
+	for s in "${host[@]}"; do
+		[ "${SUITE[$s:early]}" = yes ] || continue
+		echo "--- host, started early (alongside the VMs): $s"
+		host_run "$s" &
+		EARLY[$s]=$!
+	done
+fi
+
 # ---------------------------------------------------------------- TAP
 # shellcheck source=selftests/lib/tap.sh
 . "$HERE/lib/tap.sh"
@@ -389,18 +422,17 @@ if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 	for s in "${host[@]}"; do
 		suite_expand "$s" "${SUITE[$s:cmd]}"
 		read -r -a hcmd <<< "$REPLY"
-		echo "--- host: $s (${hcmd[*]})"
-		t0=$(date +%s)
 		var=SIWX_SUITE_TIMEOUT_${s//-/_}
 		limit=${!var:-${SUITE[$s:timeout]}}
-		# what a host suite that boots VMs of its own (tools/vm/run)
-		# needs: the modules and build outputs of this run
-		SIWX_RESULTS=$RES SIWX_MODULE=$SIWX_MODULE SIWX_UPSTREAM_MODULE=$SIWX_UPSTREAM_MODULE \
-		RDMA_PREFIX=$RDMA_PREFIX SELFTEST_DIR=$SELFTEST_DIR \
-			timeout -k 10 "$limit" "${hcmd[@]}" \
-			> "$RES/$s.tap" 2> "$RES/$s.log" < /dev/null
-		rc=$?
-		echo "    ($s: $(( $(date +%s) - t0 ))s, ${hcmd[0]##*/} exit $rc, log $RES/$s.log)"
+		if [ -n "${EARLY[$s]:-}" ]; then
+			echo "--- host: $s (${hcmd[*]}; started early)"
+			wait "${EARLY[$s]}"
+		else
+			echo "--- host: $s (${hcmd[*]})"
+			host_run "$s"
+		fi
+		rc=$(cat "$RES/$s.rc" 2>/dev/null || echo 1)
+		echo "    ($s: $(cat "$RES/$s.secs" 2>/dev/null)s, ${hcmd[0]##*/} exit $rc, log $RES/$s.log)"
 		if [ $rc = 124 ] || [ $rc = 137 ]; then
 			# timeout(1): 124 after TERM, 137 after the KILL 10 s later
 			fail "$s.run (timed out after ${limit}s, settings timeout or $var; see $RES/$s.log)"

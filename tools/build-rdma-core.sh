@@ -10,6 +10,7 @@
 # WORKDIR/build   cmake/ninja build directory (incremental)
 # PREFIX          install prefix (libibverbs, librdmacm, providers incl.
 #                 siw and rxe, the utilities, pyverbs)
+# RDMA_CORE_CMAKE_EXTRA  more cmake arguments (environment)
 #
 # The version is pinned: the tarball's SHA-256 must match.
 set -euo pipefail
@@ -65,7 +66,13 @@ fi
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix"
 	-DCMAKE_INSTALL_PYTHON_ARCH_LIB="$prefix/lib/python3/dist-packages"
 	-DPYTHON_EXECUTABLE=/usr/bin/python3 -DNO_MAN_PAGES=1 -DENABLE_RESOLVE_NEIGH=1)
-if [ ! -f "$work/build/build.ninja" ] || [ "$(cat "$work/build/.args" 2>/dev/null)" != "${cmake_args[*]}" ]; then
+# more cmake arguments, blank separated (tools/deb: the package's RUNPATH)
+read -r -a extra <<< "${RDMA_CORE_CMAKE_EXTRA:-}"
+cmake_args+=("${extra[@]}")
+# cmake reads CFLAGS/LDFLAGS from the environment at configure time only: a
+# change of them configures again
+stamp="${cmake_args[*]} CFLAGS=${CFLAGS:-} LDFLAGS=${LDFLAGS:-}"
+if [ ! -f "$work/build/build.ninja" ] || [ "$(cat "$work/build/.args" 2>/dev/null)" != "$stamp" ]; then
 	rm -rf "$work/build"
 	mkdir -p "$work/build"
 	echo "  CMAKE   rdma-core -> $prefix"
@@ -74,7 +81,7 @@ if [ ! -f "$work/build/build.ninja" ] || [ "$(cat "$work/build/.args" 2>/dev/nul
 		>"$work/cmake.log" 2>&1 ||
 		{ tail -30 "$work/cmake.log" >&2; die "cmake failed (log: $work/cmake.log)"; }
 	grep -q 'cython NOT found' "$work/cmake.log" && die "cython3 not found: pyverbs would be missing (make deps)"
-	echo "${cmake_args[*]}" >"$work/build/.args"
+	echo "$stamp" >"$work/build/.args"
 fi
 echo "  NINJA   rdma-core"
 ninja -C "$work/build" >"$work/ninja.log" 2>&1 ||

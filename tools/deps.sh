@@ -36,6 +36,9 @@ pkgs=(
 	ethtool
 	# suite ipcm: siwx-ipcm.1 rendered and checked for groff warnings
 	man-db groff-base
+	# make deb and suite deb: the packages' checker; DKMS, which the test VM
+	# (sharing this root) runs when it installs siwx-dkms
+	lintian dkms
 )
 # Servers the test VMs run (they share this machine's root read-only): the
 # packages are installed here, their services never started here. During

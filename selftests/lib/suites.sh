@@ -32,6 +32,11 @@
 #                   devdax $SIWX_PMEM_DEV, its backing file $SIWX_PMEM_FILE
 #                   at $SIWX_PMEM_OFFSET. A boot of several such suites gets
 #                   the largest; a boot of none, no NVDIMM (default: none)
+#   early=yes|no    host suites: start it in the background when the run
+#                   starts, alongside the VMs, instead of after them; its
+#                   result is reported with the other host suites (for a
+#                   suite that boots a VM of its own and needs nothing of
+#                   the others; default no)
 #
 # suites_load DIR: reads DIR/*/settings and DIR/*/*.settings into
 #   SUITE_NAMES   the suites, in no particular order
@@ -41,7 +46,7 @@
 # and $TOP replaced, in REPLY (SUITE_BIN, SUITE_STOCK, SUITE_KMOD,
 # SUITE_TOOLS and SUITE_TOP give the values).
 
-SUITE_KEYS='timeout cmd topology pairs default needs env order pmem'
+SUITE_KEYS='timeout cmd topology pairs default needs env order pmem early'
 SUITE_PAIR_ORDERS='ours-upstream upstream-ours ours-ours upstream-upstream'
 declare -gA SUITE=()
 SUITE_NAMES=() SUITE_ERRORS=()
@@ -71,7 +76,7 @@ suites_load() {
 		SUITE[$name:timeout]=120 SUITE[$name:cmd]= SUITE[$name:topology]=single
 		SUITE[$name:pairs]='ours-upstream upstream-ours' SUITE[$name:default]=on
 		SUITE[$name:needs]= SUITE[$name:env]= SUITE[$name:order]=1000
-		SUITE[$name:pmem]=
+		SUITE[$name:pmem]= SUITE[$name:early]=no
 		while IFS= read -r line || [ -n "$line" ]; do
 			case $line in ''|'#'*) continue ;; esac
 			key=${line%%=*} val=${line#*=}
@@ -105,6 +110,11 @@ suites_load() {
 			*) SUITE_ERRORS+=("$f: pairs: '$w' is none of $SUITE_PAIR_ORDERS") ;;
 			esac
 		done
+		case ${SUITE[$name:early]} in no) ;;
+		yes) [ "${SUITE[$name:topology]}" = host ] ||
+			SUITE_ERRORS+=("$f: early=yes is for host suites") ;;
+		*) SUITE_ERRORS+=("$f: early=${SUITE[$name:early]}: yes or no") ;;
+		esac
 		case ${SUITE[$name:default]} in on|off) ;;
 		*) SUITE_ERRORS+=("$f: default=${SUITE[$name:default]}: on or off") ;;
 		esac
