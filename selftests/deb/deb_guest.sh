@@ -40,9 +40,9 @@ LOG=${SIWX_RESULTS:-/tmp}/deb.log
 K=$(uname -r)
 VER=$(cat "$DEB_DIR/siwx-version" 2>/dev/null)
 DKMS_VER=${VER//-/.}
-N=0
+N=0 FAILED=0
 ok() { N=$((N + 1)); echo "ok $N deb.$1${2:+ # $2}"; }
-nok() { N=$((N + 1)); echo "not ok $N deb.$1"; [ -z "${2:-}" ] || echo "#   $2"; }
+nok() { N=$((N + 1)); FAILED=1; echo "not ok $N deb.$1"; [ -z "${2:-}" ] || echo "#   $2"; }
 # shows IN's lines (to the log) and succeeds when one matches ERE
 shows() { local o; o=$(cat); echo "$o"; grep -q -E "$1" <<< "$o"; }
 check() {	# NAME CMD...: ok when CMD succeeds (its output in the log)
@@ -187,3 +187,4 @@ intact() {
 	/usr/bin/ibv_devinfo -d siw0 | grep -q "transport:.*iWARP"
 }
 check debian_rdma_core_intact intact
+exit "$FAILED"
