@@ -27,6 +27,20 @@ Checked, per device (the capture's direction from or to its address):
 - crc_errors: 0 (every FPDU of the capture has a valid CRC when CRC is
   on: checked too);
 - 'rdma statistic' reports every counter, with the value sysfs has.
+
+Per QP ('rdma statistic qp', siw1 in auto mode for the whole run; DIR
+also holds qp_auto.rc, the status of 'rdma statistic qp set link siw1/1
+auto type on', qp.samples, 'rdma statistic qp show' taken every half
+second during the traffic, '--' between samples, and qp.after, the same
+once every QP was gone):
+- qp.auto_mode: the set succeeded;
+- qp.counted: some sample shows a siw1 counter bound to a QP, with FPDUs
+  in it (what a bound QP does is counted there);
+- qp.within_link: no sampled counter value exceeds siw1's final link
+  value minus its value before (the link totals include the counters);
+- qp.released: no counter is left once the QPs are gone.
+siw1's link totals checked against the capture above then include what
+its QPs counted while bound: nothing of it may be lost or counted twice.
 Prints TAP lines (numbered from FIRST, default 1; no plan) named wireshark_cap.counters.*;
 exit status 1 if any failed.
 """
@@ -297,7 +311,63 @@ def main():
                 (len(r), missing[:5], differ[:5]))
         except (OSError, ValueError) as e:
             tap(False, "%s.rdma_statistic" % dev, str(e))
+    check_qp_counters(d, tap)
     return 1 if fails[0] else 0
+
+
+def read_qp_samples(path):
+    """'rdma statistic qp show' text, samples separated by '--' lines:
+    a list of samples, each a list of (link, {counter: value}, [lqpn])"""
+    samples, cur = [], []
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.strip() == "--":
+            samples.append(cur)
+            cur = []
+        elif line.startswith("link "):
+            w = line.split()
+            vals = {}
+            for i in range(6, len(w) - 1, 2):
+                try:
+                    vals[w[i]] = int(w[i + 1])
+                except ValueError:
+                    pass
+            cur.append((w[1], vals, []))
+        elif "LQPN:" in line and cur:
+            cur[-1][2].extend(x for x in line.split("<")[1].split(">")[0]
+                              .split(",") if x.strip())
+    if cur:
+        samples.append(cur)
+    return samples
+
+
+def check_qp_counters(d, tap):
+    try:
+        with open(os.path.join(d, "qp_auto.rc")) as f:
+            rc = f.read().strip()
+    except OSError:
+        rc = "missing"
+    tap(rc == "0", "qp.auto_mode", "rdma statistic qp set ... auto: %s" % rc)
+    samples = read_qp_samples(os.path.join(d, "qp.samples")) or []
+    seen = [(v, q) for s in samples for link, v, q in s
+            if link == "siw1/1" and q and
+            sum(x for k, x in v.items() if k.endswith("_fpdus")) > 0]
+    tap(bool(seen), "qp.counted", "%d samples, %d with a bound siw1 QP "
+        "that counted FPDUs" % (len(samples), len(seen)))
+    b = read_counters(os.path.join(d, "siw1.before"))
+    a = read_counters(os.path.join(d, "siw1.after"))
+    over = sorted({k for v, _ in seen for k, x in v.items()
+                   if k in a and k in b and x > a[k] - b[k]})
+    tap(bool(seen) and not over, "qp.within_link",
+        "counters above the link total: %s" % over[:5])
+    after = read_qp_samples(os.path.join(d, "qp.after"))
+    left = [x for s in (after or []) for x in s]
+    tap(after is not None and not left, "qp.released",
+        "%d counters left" % len(left))
 
 
 if __name__ == "__main__":

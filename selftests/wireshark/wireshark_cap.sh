@@ -31,7 +31,10 @@
 # The protocol counters of siw0 and siw1 (ports/1/hw_counters, 'rdma
 # statistic show link') are read before the capture starts and after it
 # stopped (SIWX_RESULTS/wireshark_cap.counters/); counters_check.py checks
-# what they counted against the capture (wireshark_cap.counters.*).
+# what they counted against the capture (wireshark_cap.counters.*). siw1
+# counts per QP meanwhile ('rdma statistic qp set link siw1/1 auto type
+# on', sampled every half second): its link totals then include what its
+# QPs counted while bound, and counters_check.py checks those too.
 #
 # Environment: SIWX_BIN, SIWX_RESULTS, SIWX_ADDR0/1 (passed on),
 # SIWX_WIRESHARK_CAP_PORT (first port of imm_peer/atomic_peer, 40401).
@@ -94,6 +97,20 @@ counters_read() {
 echo "${SIWX_ADDR0:-192.168.77.1}" > "$CNT/siw0.addr"
 echo "${SIWX_ADDR1:-192.168.77.2}" > "$CNT/siw1.addr"
 counters_read before
+# per QP: siw1's QPs bound to counters in auto mode for the whole run, a
+# sample of 'rdma statistic qp show' every half second
+qp_auto_off() { rdma statistic qp set link siw1/1 auto off 2>/dev/null; }
+rdma statistic qp set link siw1/1 auto type on > "$CNT/qp_auto.txt" 2>&1
+echo $? > "$CNT/qp_auto.rc"
+trap 'restore; qp_auto_off' EXIT
+(
+	while [ ! -e "$CNT/qp.stop" ]; do
+		rdma statistic qp show 2>&1
+		echo --
+		sleep 0.5
+	done > "$CNT/qp.samples"
+) &
+QP_SAMPLER=$!
 
 # -P: libpcap, which iwarp_capture.py reads (dumpcap writes pcapng)
 cap_start wireshark_cap "tcp" -P ||
@@ -124,12 +141,17 @@ run imm_peer_norecv_ulp 90 "$BIN/imm_peer" norecv "$((PORT0 + 2))"
 restore
 cap_stop
 PCAP=$CAP_PCAP
+touch "$CNT/qp.stop"
+wait "$QP_SAMPLER"
+qp_auto_off
 # the counters are cached for the stats' lifespan (10 ms)
 sleep 0.1
 counters_read after
 for d in siw0 siw1; do
 	rdma -j statistic show link "$d/1" > "$CNT/$d.rdma.json" 2>&1
 done
+# the counters go with their last QP
+rdma statistic qp show > "$CNT/qp.after" 2>&1
 
 echo "TAP version 13"
 [ -n "$CAP_SUMMARY" ] && echo "$CAP_SUMMARY"

@@ -9,6 +9,14 @@
  * transmit path in process context and in siw_tx threads) and summed when
  * read. Documentation/counters.md describes each counter.
  *
+ * Per QP ('rdma statistic qp', auto or manual mode): while a QP is bound
+ * to an RDMA core counter, what it does is counted in that QP's own
+ * atomic counters instead of the device's; the counter reports the sum
+ * of its QPs', and keeps what QPs counted before they were unbound. The
+ * RDMA core adds the counters to the device's for the link totals. The
+ * MPA counters stay per device (a connection is set up before its QP
+ * can be bound).
+ *
  * FPDUs and bytes are counted per RDMAP opcode class. An FPDU counts as
  * sent once the whole of it went to TCP, as received once the whole of it
  * arrived with a good CRC (a Terminate: when its header arrived). Bytes are
@@ -17,7 +25,10 @@
  */
 
 #include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_counter.h>
 
 #include "siw.h"
 
@@ -63,6 +74,20 @@ enum siwx_counter {
 
 struct siwx_pcpu_stats {
 	u64 cnt[SIWX_NUM_COUNTERS];
+};
+
+/* What a QP counts while it is bound to an RDMA core counter */
+struct siwx_qp_stats {
+	atomic64_t cnt[SIWX_NUM_COUNTERS];
+	struct list_head list;		/* in siwx_core_counter.qps */
+};
+
+/* The driver's side of an RDMA core counter (struct rdma_counter) */
+struct siwx_core_counter {
+	struct rdma_counter *counter;
+	struct list_head list;		/* in siw_device.counters */
+	struct list_head qps;		/* siwx_qp_stats of the bound QPs */
+	u64 unbound[SIWX_NUM_COUNTERS];	/* of the QPs no longer bound */
 };
 
 /* The counters in the order rdma statistic shows them */
@@ -176,6 +201,20 @@ static inline void siwx_stats_add(struct siw_device *sdev, unsigned int i,
 		this_cpu_add(sdev->stats->cnt[i], val);
 }
 
+/* To the counter the QP is bound to, if any, else to the device's */
+static void siwx_stats_qp_add(struct siw_qp *qp, unsigned int i, u64 val)
+{
+	struct siwx_qp_stats *qs;
+
+	rcu_read_lock();
+	qs = rcu_dereference(qp->xstats);
+	if (qs)
+		atomic64_add(val, &qs->cnt[i]);
+	else
+		siwx_stats_add(qp->sdev, i, val);
+	rcu_read_unlock();
+}
+
 static void siwx_stats_fpdu(struct siw_qp *qp, struct iwarp_ctrl *ctrl,
 			    unsigned int fpdus, unsigned int bytes)
 {
@@ -184,8 +223,8 @@ static void siwx_stats_fpdu(struct siw_qp *qp, struct iwarp_ctrl *ctrl,
 
 	if (cls < 0)
 		return;
-	siwx_stats_add(qp->sdev, fpdus + cls, 1);
-	siwx_stats_add(qp->sdev, bytes + cls, be16_to_cpu(ctrl->mpa_len));
+	siwx_stats_qp_add(qp, fpdus + cls, 1);
+	siwx_stats_qp_add(qp, bytes + cls, be16_to_cpu(ctrl->mpa_len));
 }
 
 /* A whole FPDU went to TCP; @ctrl is its header. */
@@ -237,16 +276,22 @@ void siwx_stats_term(struct siw_qp *qp, bool rx, struct iwarp_terminate *term)
 
 	if (rx) {
 		siwx_stats_rx_fpdu(qp, &term->ctrl);
-		siwx_stats_add(qp->sdev, SIWX_CNT_TERM_RX + kind, 1);
+		siwx_stats_qp_add(qp, SIWX_CNT_TERM_RX + kind, 1);
 	} else {
 		siwx_stats_tx_fpdu(qp, &term->ctrl);
-		siwx_stats_add(qp->sdev, SIWX_CNT_TERM_TX + kind, 1);
+		siwx_stats_qp_add(qp, SIWX_CNT_TERM_TX + kind, 1);
 	}
 }
 
 void siwx_stats_event(struct siw_device *sdev, enum siwx_stat_event ev)
 {
 	siwx_stats_add(sdev, SIWX_CNT_EVENT + ev, 1);
+}
+
+/* An event of one QP's: counted for the QP's counter if it is bound */
+void siwx_stats_qp_event(struct siw_qp *qp, enum siwx_stat_event ev)
+{
+	siwx_stats_qp_add(qp, SIWX_CNT_EVENT + ev, 1);
 }
 
 /* What a connection's MPA handshake negotiated, once it is established. */
@@ -299,9 +344,127 @@ static int siwx_get_hw_stats(struct ib_device *ibdev,
 	return SIWX_NUM_COUNTERS;
 }
 
+static struct rdma_hw_stats *
+siwx_counter_alloc_stats(struct rdma_counter *counter)
+{
+	return siwx_alloc_hw_port_stats(counter->device, counter->port);
+}
+
+/*
+ * The RDMA core calls the counter_* ops of one counter under its
+ * counter->lock: that serialises the changes to and the walks of a
+ * siwx_core_counter's QP list. sdev->counters_lock guards the device's list.
+ */
+static struct siwx_core_counter *
+siwx_counter_find(struct siw_device *sdev, struct rdma_counter *counter)
+{
+	struct siwx_core_counter *c;
+
+	mutex_lock(&sdev->counters_lock);
+	list_for_each_entry(c, &sdev->counters, list) {
+		if (c->counter == counter) {
+			mutex_unlock(&sdev->counters_lock);
+			return c;
+		}
+	}
+	mutex_unlock(&sdev->counters_lock);
+	return NULL;
+}
+
+static int siwx_counter_bind_qp(struct rdma_counter *counter,
+				struct ib_qp *base_qp)
+{
+	struct siw_device *sdev = to_siw_dev(counter->device);
+	struct siw_qp *qp = to_siw_qp(base_qp);
+	struct siwx_qp_stats *qs;
+	struct siwx_core_counter *c;
+
+	if (rcu_access_pointer(qp->xstats))
+		return -EBUSY;
+	qs = kzalloc(sizeof(*qs), GFP_KERNEL);
+	if (!qs)
+		return -ENOMEM;
+	c = siwx_counter_find(sdev, counter);
+	if (!c) {
+		c = kzalloc(sizeof(*c), GFP_KERNEL);
+		if (!c) {
+			kfree(qs);
+			return -ENOMEM;
+		}
+		c->counter = counter;
+		INIT_LIST_HEAD(&c->qps);
+		mutex_lock(&sdev->counters_lock);
+		list_add(&c->list, &sdev->counters);
+		mutex_unlock(&sdev->counters_lock);
+	}
+	list_add(&qs->list, &c->qps);
+	rcu_assign_pointer(qp->xstats, qs);
+	base_qp->counter = counter;
+	return 0;
+}
+
+static int siwx_counter_unbind_qp(struct ib_qp *base_qp)
+{
+	struct siw_qp *qp = to_siw_qp(base_qp);
+	struct siwx_qp_stats *qs = rcu_access_pointer(qp->xstats);
+	struct siwx_core_counter *c;
+	int i;
+
+	if (!qs || !base_qp->counter)
+		return -EINVAL;
+	c = siwx_counter_find(qp->sdev, base_qp->counter);
+	RCU_INIT_POINTER(qp->xstats, NULL);
+	/* no one adds to qs once every reader that saw it is done */
+	synchronize_rcu();
+	list_del(&qs->list);
+	if (c)
+		for (i = 0; i < SIWX_NUM_COUNTERS; i++)
+			c->unbound[i] += atomic64_read(&qs->cnt[i]);
+	kfree(qs);
+	base_qp->counter = NULL;
+	return 0;
+}
+
+static int siwx_counter_update_stats(struct rdma_counter *counter)
+{
+	struct siwx_core_counter *c;
+	struct siwx_qp_stats *qs;
+	int i;
+
+	c = siwx_counter_find(to_siw_dev(counter->device), counter);
+	for (i = 0; i < SIWX_NUM_COUNTERS; i++)
+		counter->stats->value[i] = c ? c->unbound[i] : 0;
+	if (!c)
+		return 0;
+	list_for_each_entry(qs, &c->qps, list)
+		for (i = 0; i < SIWX_NUM_COUNTERS; i++)
+			counter->stats->value[i] += atomic64_read(&qs->cnt[i]);
+	return 0;
+}
+
+/* Every QP is unbound by now. */
+static int siwx_counter_dealloc(struct rdma_counter *counter)
+{
+	struct siw_device *sdev = to_siw_dev(counter->device);
+	struct siwx_core_counter *c = siwx_counter_find(sdev, counter);
+
+	if (c) {
+		mutex_lock(&sdev->counters_lock);
+		list_del(&c->list);
+		mutex_unlock(&sdev->counters_lock);
+		kfree(c);
+	}
+	return 0;
+}
+
 static const struct ib_device_ops siwx_stats_ops = {
 	.alloc_hw_port_stats = siwx_alloc_hw_port_stats,
 	.get_hw_stats = siwx_get_hw_stats,
+	.counter_alloc_stats = siwx_counter_alloc_stats,
+	.counter_bind_qp = siwx_counter_bind_qp,
+	.counter_dealloc = siwx_counter_dealloc,
+	.counter_unbind_qp = siwx_counter_unbind_qp,
+	.counter_update_stats = siwx_counter_update_stats,
 };
 
 /* Before the device is registered: the RDMA core asks for the layout then. */
@@ -313,6 +476,8 @@ int siwx_stats_init(struct siw_device *sdev)
 		if (WARN_ON(!siwx_stat_descs[i].name))
 			return -EINVAL;
 
+	INIT_LIST_HEAD(&sdev->counters);
+	mutex_init(&sdev->counters_lock);
 	sdev->stats = alloc_percpu(struct siwx_pcpu_stats);
 	if (!sdev->stats)
 		return -ENOMEM;
