@@ -31,13 +31,16 @@ Checked, per device (the capture's direction from or to its address):
 Per QP ('rdma statistic qp', siw1 in auto mode for the whole run; DIR
 also holds qp_auto.rc, the status of 'rdma statistic qp set link siw1/1
 auto type on', qp.samples, 'rdma statistic qp show' taken every half
-second during the traffic, '--' between samples, and qp.after, the same
-once every QP was gone):
+second during the traffic, '--' between samples; qp.live, the same
+taken while 6 s of ib_send_bw (after the capture, both devices in auto
+mode then; its status in qp_perftest.rc) kept a QP bound; and qp.after,
+the same once every QP was gone):
 - qp.auto_mode: the set succeeded;
-- qp.counted: some sample shows a siw1 counter bound to a QP, with FPDUs
-  in it (what a bound QP does is counted there);
-- qp.within_link: no sampled counter value exceeds siw1's final link
-  value minus its value before (the link totals include the counters);
+- qp.counted: qp.live shows a counter bound to a QP, with Sends in it
+  (what a bound QP does is counted there), ib_send_bw exit 0;
+- qp.within_link: no counter value sampled during the capture exceeds
+  siw1's final link value minus its value before (the link totals
+  include the counters);
 - qp.released: no counter is left once the QPs are gone.
 siw1's link totals checked against the capture above then include what
 its QPs counted while bound: nothing of it may be lost or counted twice.
@@ -352,17 +355,31 @@ def check_qp_counters(d, tap):
     except OSError:
         rc = "missing"
     tap(rc == "0", "qp.auto_mode", "rdma statistic qp set ... auto: %s" % rc)
+    def bound(samples, links):
+        return [(v, q) for s in samples for link, v, q in s
+                if link in links and q and
+                sum(x for k, x in v.items() if k.endswith("_fpdus")) > 0]
+    live = bound(read_qp_samples(os.path.join(d, "qp.live")) or [],
+                 ("siw0/1", "siw1/1"))
+    try:
+        with open(os.path.join(d, "qp_perftest.rc")) as f:
+            prc = f.read().strip()
+    except OSError:
+        prc = "missing"
+    sends = [v.get("tx_send_fpdus", 0) + v.get("rx_send_fpdus", 0)
+             for v, _ in live]
+    tap(bool(live) and max(sends) > 0 and prc == "0", "qp.counted",
+        "a bound QP with %s Sends counted (ib_send_bw exit %s)" %
+        (max(sends) if sends else "no", prc))
     samples = read_qp_samples(os.path.join(d, "qp.samples")) or []
-    seen = [(v, q) for s in samples for link, v, q in s
-            if link == "siw1/1" and q and
-            sum(x for k, x in v.items() if k.endswith("_fpdus")) > 0]
-    tap(bool(seen), "qp.counted", "%d samples, %d with a bound siw1 QP "
-        "that counted FPDUs" % (len(samples), len(seen)))
+    seen = bound(samples, ("siw1/1",))
+    print("# qp: %d samples during the capture, %d with a bound siw1 QP "
+          "that counted FPDUs" % (len(samples), len(seen)))
     b = read_counters(os.path.join(d, "siw1.before"))
     a = read_counters(os.path.join(d, "siw1.after"))
     over = sorted({k for v, _ in seen for k, x in v.items()
                    if k in a and k in b and x > a[k] - b[k]})
-    tap(bool(seen) and not over, "qp.within_link",
+    tap(not over, "qp.within_link",
         "counters above the link total: %s" % over[:5])
     after = read_qp_samples(os.path.join(d, "qp.after"))
     left = [x for s in (after or []) for x in s]

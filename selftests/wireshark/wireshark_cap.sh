@@ -33,8 +33,9 @@
 # stopped (SIWX_RESULTS/wireshark_cap.counters/); counters_check.py checks
 # what they counted against the capture (wireshark_cap.counters.*). siw1
 # counts per QP meanwhile ('rdma statistic qp set link siw1/1 auto type
-# on', sampled every half second): its link totals then include what its
-# QPs counted while bound, and counters_check.py checks those too.
+# on', sampled every half second, then during 6 s of ib_send_bw after the
+# capture): its link totals then include what its QPs counted while bound,
+# and counters_check.py checks those too.
 #
 # Environment: SIWX_BIN, SIWX_RESULTS, SIWX_ADDR0/1 (passed on),
 # SIWX_WIRESHARK_CAP_PORT (first port of imm_peer/atomic_peer, 40401).
@@ -99,7 +100,10 @@ echo "${SIWX_ADDR1:-192.168.77.2}" > "$CNT/siw1.addr"
 counters_read before
 # per QP: siw1's QPs bound to counters in auto mode for the whole run, a
 # sample of 'rdma statistic qp show' every half second
-qp_auto_off() { rdma statistic qp set link siw1/1 auto off 2>/dev/null; }
+qp_auto_off() {
+	rdma statistic qp set link siw0/1 auto off 2>/dev/null
+	rdma statistic qp set link siw1/1 auto off 2>/dev/null
+}
 rdma statistic qp set link siw1/1 auto type on > "$CNT/qp_auto.txt" 2>&1
 echo $? > "$CNT/qp_auto.rc"
 trap 'restore; qp_auto_off' EXIT
@@ -150,6 +154,24 @@ counters_read after
 for d in siw0 siw1; do
 	rdma -j statistic show link "$d/1" > "$CNT/$d.rdma.json" 2>&1
 done
+# A QP that lives long enough to be sampled for sure (the capture's QPs
+# may all come and go between two samples under TCG): 6 s of ib_send_bw
+# outside the capture and after the link counters were read, both devices
+# in auto mode (TCP takes lo, and rdma_cm may put both ends on siw0);
+# 'rdma statistic qp show' until a counter with a QP has Sends in it
+rdma statistic qp set link siw0/1 auto type on >> "$CNT/qp_auto.txt" 2>&1
+SIWX_RESULTS=$CNT "$HERE/../../tools/vm/perftest-run" single ib_send_bw -D 6 \
+	> "$CNT/qp_perftest.txt" 2>&1 &
+QP_PT=$!
+: > "$CNT/qp.live"
+for ((i = 0; i < 60; i++)); do
+	rdma statistic qp show > "$CNT/qp.live" 2>&1
+	grep -q -E '^link siw[01]/1 .* [rt]x_send_fpdus [1-9]' "$CNT/qp.live" &&
+		grep -q LQPN "$CNT/qp.live" && break
+	sleep 0.5
+done
+wait "$QP_PT"
+echo $? > "$CNT/qp_perftest.rc"
 # the counters go with their last QP
 rdma statistic qp show > "$CNT/qp.after" 2>&1
 
