@@ -13,6 +13,8 @@
  *   sq0.*        QPs created with max_send_wr = 0 [upstream-bug]
  *   remote_invalidate_user_mr  Send with Invalidate of a directly
  *                registered MR is refused [upstream-bug]
+ *   doorbell.during_terminate  work posted while a Terminate moves the
+ *                QP to error is accepted [upstream-bug]
  *
  * The Terminate wire-encoding check lives in term_wire.sh (tshark).
  */
@@ -543,6 +545,81 @@ TEST(remote_invalidate_user_mr)
 	ru_buf_free(&rbuf);
 	ru_buf_free(&victim);
 	ru_pair_close(&p);
+}
+
+/*
+ * A user QP's doorbell (libsiw writes the send queue, then a post_send
+ * without work requests) while a Terminate moves the QP to error: every
+ * post must be accepted, the work completes (flushed). Upstream siw failed
+ * it with ENOTCONN once the QP was on its way to error, and patch 0012
+ * still did while the state change held the QP's state lock (the doorbell
+ * only tried it and read the old state, RTS). The client writes to memory
+ * without REMOTE_WRITE (a Terminate comes back) and posts Sends right
+ * behind it, in rounds.
+ */
+#define DB_ROUNDS	12
+#define DB_POSTS	48
+
+FIXTURE(doorbell) {
+	struct ru_pair p;
+	struct ru_buf sbuf, cbuf;
+};
+
+FIXTURE_SETUP(doorbell)
+{
+}
+
+FIXTURE_TEARDOWN(doorbell)
+{
+	ru_buf_free(&self->sbuf);
+	ru_buf_free(&self->cbuf);
+	ru_pair_close(&self->p);
+}
+
+TEST_F_TIMEOUT(doorbell, during_terminate, 240)
+{
+	int round, i, rc, done, accepted = 0;
+	struct ru_caps cc;
+	struct ibv_wc wc;
+
+	ru_caps_default(&cc);
+	cc.max_send_wr = DB_POSTS + 8;
+	for (round = 0; round < DB_ROUNDS; round++) {
+		RU_ASSERT_OK(ru_pair_open(&self->p, &cc, NULL));
+		RU_ASSERT_OK(ru_buf_alloc(&self->cbuf, self->p.cli.pd, 4096,
+					  ACC_ALL));
+		RU_ASSERT_OK(ru_buf_alloc(&self->sbuf, self->p.srv.pd, 4096,
+					  IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_READ));
+		RU_ASSERT_OK(ru_post_send(&self->p.cli, IBV_WR_RDMA_WRITE,
+					  &self->cbuf, 0, 64,
+					  (uintptr_t)self->sbuf.addr,
+					  self->sbuf.mr->rkey, 1,
+					  IBV_SEND_SIGNALED));
+		for (i = 0; i < DB_POSTS; i++) {
+			rc = ru_post_send(&self->p.cli, IBV_WR_SEND,
+					  &self->cbuf, 0, 8, 0, 0, 2 + i,
+					  IBV_SEND_SIGNALED);
+			ASSERT_EQ(0, rc) TH_LOG("round %d: post %d of %d behind the Write refused (QP %s): %s",
+						round, i + 1, DB_POSTS,
+						ru_qp_state_str(ru_qp_state(self->p.cli.qp)),
+						ru_errmsg());
+			accepted++;
+		}
+		RU_ASSERT_OK(ru_wait_qp_state(self->p.cli.qp, IBV_QPS_ERR,
+					      WAIT_TERM_MS));
+		for (done = 0; done < DB_POSTS + 1; done++)
+			if (ru_poll(self->p.cli.scq, &wc, 3000) != 1)
+				break;
+		if (done != DB_POSTS + 1)
+			printf("# round %d: %d of %d work requests completed\n",
+			       round, done, DB_POSTS + 1);
+		ru_buf_free(&self->sbuf);
+		ru_buf_free(&self->cbuf);
+		ru_pair_close(&self->p);
+	}
+	printf("# %d rounds, %d posts behind a Write that drew a Terminate, all accepted\n",
+	       DB_ROUNDS, accepted);
 }
 
 TEST_HARNESS_MAIN
