@@ -10,7 +10,8 @@
 # test"). Builds nothing (the Makefile does). Boots as few VMs as possible
 # through tools/vm/run:
 #   - one single-VM boot with SIWX_MODULE for every selected suite of
-#     topology single;
+#     topology single (tools/vm/run --netns: siw1 and its address in a
+#     network namespace of their own, where the suites run their clients);
 #   - one single-VM boot with SIWX_UPSTREAM_MODULE for topology
 #     single-upstream;
 #   - one pair boot per pair order that a selected pair suite names
@@ -179,14 +180,14 @@ if [ "$DRY" = 1 ]; then
 		guest_cmd cmd '' "${single[@]}"
 		boot_limit SIWX_VM_TIMEOUT "${single[@]}"; lim=$REPLY
 		suites_pmem "${single[@]}"
-		echo "boot single (module $SIWX_MODULE, limit ${lim}s${REPLY:+, pmem $REPLY}): ${single[*]}"
+		echo "boot single (module $SIWX_MODULE, --netns, limit ${lim}s${REPLY:+, pmem $REPLY}): ${single[*]}"
 		echo "  guest: $cmd"
 	fi
 	if [ ${#single_up[@]} -gt 0 ]; then
 		guest_cmd cmd '' "${single_up[@]}"
 		boot_limit SIWX_VM_TIMEOUT "${single_up[@]}"; lim=$REPLY
 		suites_pmem "${single_up[@]}"
-		echo "boot single-upstream (module $SIWX_UPSTREAM_MODULE, limit ${lim}s${REPLY:+, pmem $REPLY}): ${single_up[*]}"
+		echo "boot single-upstream (module $SIWX_UPSTREAM_MODULE, --netns, limit ${lim}s${REPLY:+, pmem $REPLY}): ${single_up[*]}"
 		echo "  guest: $cmd"
 	fi
 	for order in "${orders[@]}"; do
@@ -350,8 +351,11 @@ boot_single() {
 	suites_pmem "$@"
 	[ -z "$REPLY" ] || pm=(--pmem "$REPLY")
 	t0=$(date +%s)
-	"$VMRUN" "${VM_OPTS[@]}" "${pm[@]}" --module "$module" --timeout "$lim" --out "$dir" \
-		-- "$cmd" > "$dir.log" 2>&1
+	# --netns: siw1 and its address in a namespace of their own, so the
+	# suites' clients (rdma_util, perftest-run, ...) run there and their
+	# traffic crosses the veth pair (Documentation/testing.md)
+	"$VMRUN" "${VM_OPTS[@]}" "${pm[@]}" --netns --module "$module" --timeout "$lim" \
+		--out "$dir" -- "$cmd" > "$dir.log" 2>&1
 	rc=$?
 	echo "    ($*: $(( $(date +%s) - t0 ))s, tools/vm/run exit $rc, log $dir.log)"
 	for s in "$@"; do

@@ -3,9 +3,16 @@
 #
 # kulp.sh - suite "kulp": siw driven by a kernel ULP. Loads
 # siwx_ktest.ko (selftests/kulp/siwx_ktest.c), which runs all its cases in
-# module_init through rdma_cm (listener on SIWX_ADDR0, client bound to
-# SIWX_ADDR1) and logs TAP lines "siwx_ktest: ok N - name" to the kernel
-# log. This script re-emits them as TAP and adds three checks of its own:
+# module_init through rdma_cm and logs TAP lines "siwx_ktest: ok N - name"
+# to the kernel log. A kernel ULP's rdma_cm ids live in the initial network
+# namespace, where siw1's address is not when the VM keeps siw1 in a
+# namespace of its own (tools/vm/run --netns): the module gets a pair of its
+# own, siwn0 and siwn1 on the veth pair vn0/vn1 (lib/ulp.sh, as the nvme
+# and nfs suites), whose traffic crosses the pair: listener on TA, client
+# bound to HA. This script re-emits the module's TAP and adds four checks
+# of its own:
+#   module.network          the pair came up (and traffic between its
+#                           addresses is routed over it)
 #   module.output_complete  the module's plan line came and every test in
 #                           it reported
 #   module.insmod_result    insmod succeeded exactly when no case failed;
@@ -16,7 +23,7 @@
 #                           load leaves nothing behind
 # Runs in the test VM after siw.ko is loaded (guest.sh).
 #
-# Environment: SIWX_ADDR0/1, SIWX_RESULTS (kernel log excerpt),
+# Environment: SIWX_RESULTS (kernel log excerpt, kulp-net.log),
 # SIWX_KTEST_KO (default: SIWX_BIN/../kmod/siwx_ktest.ko),
 # SIWX_KULP_ITERATIONS (atomic cases, 2000), SIWX_KULP_SEED (0: random),
 # SIWX_KULP_GROUPS (basic,imm,atomic,flush,zread; see README.md),
@@ -26,9 +33,11 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
-A0=${SIWX_ADDR0:-192.168.77.1}
-A1=${SIWX_ADDR1:-192.168.77.2}
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
+LOG=$OUT/kulp-net.log
+# shellcheck source=../lib/ulp.sh
+. "$HERE/../lib/ulp.sh"
+A0=$TA A1=$HA
 BIN=${SIWX_BIN:-$TOP/build/selftests/bin}
 KO=${SIWX_KTEST_KO:-$(dirname "$BIN")/kmod/siwx_ktest.ko}
 LIMIT=${SIWX_KULP_LIMIT:-240}
@@ -42,6 +51,16 @@ if [ ! -r "$KO" ]; then
 	echo "not ok 1 module.present"
 	exit 1
 fi
+: > "$LOG"
+if ! net_up >>"$LOG" 2>&1; then
+	echo "1..1"
+	echo "# the veth pair, its rules or siwn0/siwn1 did not come up:"
+	sed 's/^/#   /' "$LOG"
+	net_down
+	echo "not ok 1 module.network"
+	exit 1
+fi
+trap net_down EXIT
 
 params=(
 	"server_addr=$A0" "client_addr=$A1"
@@ -103,7 +122,7 @@ while IFS= read -r l; do
 	esac
 done < "$klog"
 
-echo "1..$((n + 3))"
+echo "1..$((n + 4))"
 printf '%s\n' "${pre[@]}" "${lines[@]}"
 echo "# insmod $(basename "$KO") ${params[*]}: exit $rc after ${secs}s"
 sed 's/^/# insmod: /' "$errf"
@@ -111,6 +130,8 @@ sed 's/^/# insmod: /' "$errf"
 k=$n own_fail=0
 ok() { k=$((k + 1)); echo "ok $k $1"; }
 nok() { k=$((k + 1)); echo "not ok $k $1"; own_fail=1; }
+
+ok module.network
 
 # the module's own plan must have come, and cover exactly what reported
 if [ -n "$plan" ] && [ "$plan" = "$n" ] && [ "$n" -gt 0 ]; then

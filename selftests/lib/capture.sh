@@ -7,8 +7,11 @@
 # for term_wire.sh, atomic_wire.sh, imm_wire.sh and rsockets.sh:
 #
 #   cap_start NAME FILTER [DUMPCAP-OPTION...]
-#	Starts dumpcap on lo (traffic between the two local veth addresses
-#	flows over lo, Documentation/vm.md) into a file on the guest's own
+#	Starts dumpcap on the interface that carries the traffic between
+#	SIWX_ADDR0 and SIWX_ADDR1: veth0 ($SIWX_NETDEV0) when siw1 lives in
+#	a namespace of its own ($SIWX_NETNS1, tools/vm/run --netns, as the
+#	runner boots the single VM), lo when both addresses are local
+#	(Documentation/vm.md); into a file on the guest's own
 #	disk: writing to the results share (9p) is slow enough under TCG to
 #	leave dumpcap far behind the traffic. A 64 MiB kernel buffer, so that
 #	nothing is dropped while the guest is busy. Returns 0 once dumpcap
@@ -44,7 +47,9 @@ cap_start() {	# NAME FILTER [DUMPCAP-OPTION...]
 	: > "$CAP_LOG"
 	CAP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX") || return 1
 	CAP_FILE=$CAP_DIR/capture.pcap
-	"$DUMPCAP" -i "${CAP_IFACE:-lo}" -B 64 "$@" -f "$filter" -w "$CAP_FILE" \
+	local iface=lo
+	[ -z "${SIWX_NETNS1:-}" ] || iface=${SIWX_NETDEV0:-veth0}
+	"$DUMPCAP" -i "${CAP_IFACE:-$iface}" -B 64 "$@" -f "$filter" -w "$CAP_FILE" \
 		2>>"$CAP_LOG" &
 	CAP_PID=$!
 	local _

@@ -11,6 +11,7 @@
 #include <link.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,46 @@ const char *ru_addr0(void)
 const char *ru_addr1(void)
 {
 	return ru_env("SIWX_ADDR1", RU_DEFAULT_ADDR1);
+}
+
+/* the namespace's fd: the thread's own ns to return to is saved per call */
+int ru_ns_enter(const char *addr)
+{
+	const char *ns = ru_env("SIWX_NETNS1", NULL);
+	char path[256];
+	int self, fd;
+
+	if (!ns || !addr || strcmp(addr, ru_addr1()))
+		return 0;
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return ru_fail(errno, "open /proc/thread-self/ns/net: %s",
+			       strerror(errno));
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		close(self);
+		return ru_fail(e, "network namespace %s (SIWX_NETNS1): %s", ns,
+			       strerror(e));
+	}
+	close(fd);
+	return self + 1;
+}
+
+void ru_ns_leave(int token)
+{
+	if (token <= 0)
+		return;
+	if (setns(token - 1, CLONE_NEWNET)) {
+		/* cannot go on in the wrong namespace */
+		fprintf(stderr, "rdma_util: setns back: %s\n", strerror(errno));
+		abort();
+	}
+	close(token - 1);
 }
 
 long ru_env_long(const char *name, long dflt)
@@ -610,7 +651,7 @@ int ru_listen(struct ru_listener *l, const char *addr, uint16_t port,
 	      int backlog)
 {
 	struct sockaddr_storage ss;
-	int rc;
+	int rc, ns;
 
 	memset(l, 0, sizeof(*l));
 	rc = parse_addr(addr, port, &ss);
@@ -620,14 +661,20 @@ int ru_listen(struct ru_listener *l, const char *addr, uint16_t port,
 	if (!l->ch)
 		return ru_fail(errno, "rdma_create_event_channel: %s",
 			       strerror(errno));
+	ns = ru_ns_enter(addr);
+	if (ns < 0)
+		return ns;
 	if (rdma_create_id(l->ch, &l->id, NULL, RDMA_PS_TCP))
-		return ru_fail(errno, "rdma_create_id: %s", strerror(errno));
-	if (rdma_bind_addr(l->id, (struct sockaddr *)&ss))
-		return ru_fail(errno, "rdma_bind_addr(%s:%u): %s", addr, port,
-			       strerror(errno));
-	if (rdma_listen(l->id, backlog))
-		return ru_fail(errno, "rdma_listen(%s:%u): %s", addr, port,
-			       strerror(errno));
+		rc = ru_fail(errno, "rdma_create_id: %s", strerror(errno));
+	else if (rdma_bind_addr(l->id, (struct sockaddr *)&ss))
+		rc = ru_fail(errno, "rdma_bind_addr(%s:%u): %s", addr, port,
+			     strerror(errno));
+	else if (rdma_listen(l->id, backlog))
+		rc = ru_fail(errno, "rdma_listen(%s:%u): %s", addr, port,
+			     strerror(errno));
+	ru_ns_leave(ns);
+	if (rc)
+		return rc;
 	l->port = ntohs(rdma_get_src_port(l->id));
 	return 0;
 }
@@ -641,8 +688,9 @@ void ru_listener_close(struct ru_listener *l)
 	memset(l, 0, sizeof(*l));
 }
 
-int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
-		    uint16_t port, const struct ru_caps *caps, int timeout_ms)
+static int client_start(struct ru_ep *c, const char *src, const char *dst,
+			uint16_t port, const struct ru_caps *caps,
+			int timeout_ms)
 {
 	struct sockaddr_storage sss, dss;
 	struct rdma_conn_param cp;
@@ -698,6 +746,21 @@ int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
 			    ru_fail(errno, "rdma_connect(%s:%u): %s", dst, port,
 				    strerror(errno)));
 	return step(c, caps, "connect", 0);
+}
+
+/* in the namespace of src from rdma_create_id to rdma_connect */
+int ru_client_start(struct ru_ep *c, const char *src, const char *dst,
+		    uint16_t port, const struct ru_caps *caps, int timeout_ms)
+{
+	int ns = ru_ns_enter(src), rc;
+
+	if (ns < 0) {
+		memset(c, 0, sizeof(*c));
+		return step(c, caps, "setup", ns);
+	}
+	rc = client_start(c, src, dst, port, caps, timeout_ms);
+	ru_ns_leave(ns);
+	return rc;
 }
 
 int ru_client_finish(struct ru_ep *c, int timeout_ms)

@@ -55,6 +55,18 @@ int ru_fail(int code, const char *fmt, ...);
 const char *ru_env(const char *name, const char *dflt);
 const char *ru_addr0(void);	/* SIWX_ADDR0: server side (siw0) */
 const char *ru_addr1(void);	/* SIWX_ADDR1: client side (siw1) */
+/*
+ * Network namespaces: with SIWX_NETNS1 set (tools/vm/run --netns), siw1 and
+ * SIWX_ADDR1 live in that namespace. ru_ns_enter(addr) moves the calling
+ * thread into the namespace that holds addr (nothing for any other
+ * address) and returns a token for ru_ns_leave(), which moves it back; < 0
+ * (ru_errmsg()) on failure. ru_listen() and ru_client_start() do this
+ * around the calls whose kernel work uses the caller's namespace
+ * (rdma_create_id, rdma_listen, rdma_connect), so a test's client and
+ * listeners on SIWX_ADDR1 are in the namespace as a container's would be.
+ */
+int ru_ns_enter(const char *addr);
+void ru_ns_leave(int token);
 /* Integer environment variable, dflt when unset or unparsable. */
 long ru_env_long(const char *name, long dflt);
 

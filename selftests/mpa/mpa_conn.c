@@ -32,7 +32,8 @@
  *   server accept rc=R | server reject rc=R
  *   client resolve_addr|resolve_route|connect rc=-E
  *   ROLE disconnect rc=-E | ROLE get_cm_event rc=-E   (rare failures)
- *   ROLE qpn=N                           (after ESTABLISHED)
+ *   ROLE dev=NAME                        (after ESTABLISHED: the device
+ *   ROLE qpn=N                            and QP number, in that order)
  *   ROLE unexpected completion wr_id=.. opcode=NAME status=N byte_len=..
  *        cq=send|recv expected_wr_id=N|-     (status: enum ibv_wc_status)
  *   ROLE late completion ...             (same tokens: a final Send whose
@@ -559,6 +560,7 @@ static int connected(struct conn *c)
 	uint64_t end, now;
 	int r, rc = EX_OK;
 
+	printf("%s dev=%s\n", role, ibv_get_device_name(c->ep.id->verbs->device));
 	printf("%s qpn=%u\n", role, c->ep.qp->qp_num);
 	if (opt.traffic) {
 		reason[0] = 0;

@@ -28,7 +28,8 @@ revision 1 retry). Each gets the answer of Documentation/rfc6581.md.
 
 Part 3: no Oops/WARNING/BUG in dmesg, refusals logged (rate limited).
 
-Environment: SIWX_BIN (mpa_conn), SIWX_MPA_PEER, SIWX_ADDR0, SIWX_RESULTS,
+Environment: SIWX_BIN (mpa_conn), SIWX_MPA_PEER, SIWX_ADDR0/1, SIWX_NETNS1,
+SIWX_NETDEV0, SIWX_RESULTS,
 SIWX_MPA_JOBS (raw peer cases with default parameters run at a time: 3).
 """
 import concurrent.futures
@@ -51,6 +52,13 @@ MPA_CONN = os.path.join(BIN, "mpa_conn")
 PEER = os.environ.get("SIWX_MPA_PEER",
                       os.path.join(TOP, "build/tools/mpa-peer/mpa-peer"))
 A0 = os.environ.get("SIWX_ADDR0", "192.168.77.1")
+A1 = os.environ.get("SIWX_ADDR1", "192.168.77.2")
+# siw1 and A1 in a namespace of their own (tools/vm/run --netns): the
+# clients are there (mpa_conn enters it for --src A1, mpa-peer is started
+# in it), so every connection crosses the veth pair, captured on veth0
+NETNS = os.environ.get("SIWX_NETNS1", "")
+IN_NS = ["ip", "netns", "exec", NETNS] if NETNS else []
+IFACE = os.environ.get("SIWX_NETDEV0", "veth0") if NETNS else "lo"
 OUT = os.path.join(os.environ.get("SIWX_RESULTS", "/tmp"), "mpa")
 # raw peer cases with the default parameters run this many at a time
 JOBS = max(1, int(os.environ.get("SIWX_MPA_JOBS", "3")))
@@ -121,6 +129,7 @@ def wait_for(path, pattern, timeout):
 def parse_conn(lines, role):
     """mpa_conn output: events, accept rc, qpn, traffic."""
     r = {"events": [], "accept": None, "connect": None, "qpn": None,
+         "dev": None,
          "traffic": None, "unexpected": []}
     for ln in lines:
         m = re.match(r"%s event=(\S+) status=(-?\d+) initiator_depth=(\d+) "
@@ -137,6 +146,9 @@ def parse_conn(lines, role):
         m = re.match(r"%s qpn=(\d+)" % role, ln)
         if m:
             r["qpn"] = int(m.group(1))
+        m = re.match(r"%s dev=(\S+)" % role, ln)
+        if m:
+            r["dev"] = m.group(1)
         if re.match(r"%s traffic ok" % role, ln):
             r["traffic"] = ln
         elif re.match(r"%s traffic failed" % role, ln):
@@ -155,7 +167,9 @@ RES_KEYS = ("lqpn", "state", "mpa-role", "mpa-rev", "mpa-enhanced",
 
 
 def rdma_res():
-    """{lqpn: {key: value}} from `rdma -dd resource show qp`."""
+    """{(device, lqpn): {key: value}} from `rdma -dd resource show qp`
+    (the two ends are on two devices, siw0 and siw1, each with QP
+    numbers of its own, when the client runs in siw1's namespace)."""
     try:
         out = subprocess.run(["rdma", "-dd", "resource", "show", "qp"],
                              capture_output=True, text=True,
@@ -171,8 +185,8 @@ def rdma_res():
             t = t[4:] if t.startswith("drv_") else t
             if t in RES_KEYS and t not in d:
                 d[t] = tok[i + 1]
-        if "lqpn" in d:
-            qps[int(d["lqpn"])] = d
+        if "lqpn" in d and len(tok) > 1:
+            qps[(tok[1].split("/")[0], int(d["lqpn"]))] = d
     return qps
 
 
@@ -180,7 +194,7 @@ class Capture:
     def __init__(self, path, ports):
         self.path = path
         self.proc = subprocess.Popen(
-            ["tcpdump", "-i", "lo", "-U", "-n", "-s", "1024", "-w", path,
+            ["tcpdump", "-i", IFACE, "-U", "-n", "-s", "1024", "-w", path,
              "tcp portrange %d-%d" % ports],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         # tcpdump says "listening on" once it captures
@@ -216,7 +230,8 @@ def run_conn(name, port, srv, cli, hold=1500, query=True, srv_first=True,
                            "--timeout-ms", "20000"] + srv,
                           stdout=open(sout, "w"), stderr=subprocess.STDOUT)
     wait_for(sout, r"server listen", 10)
-    cp = subprocess.Popen([MPA_CONN, "client", "--addr", A0, "--port",
+    cp = subprocess.Popen([MPA_CONN, "client", "--addr", A0, "--src", A1,
+                           "--port",
                            str(port), "--hold-ms", str(hold),
                            "--timeout-ms", "20000"] + cli,
                           stdout=open(cout, "w"), stderr=subprocess.STDOUT)
@@ -428,7 +443,8 @@ def check_matrix_case(c, r, wire, port):
             not cl["unexpected"] and not sv["unexpected"],
             name + ".traffic_no_rtr_completion", diag)
         q = r["res"]
-        cq, sq = q.get(cl["qpn"] or -1, {}), q.get(sv["qpn"] or -1, {})
+        cq = q.get((cl["dev"], cl["qpn"]), {})
+        sq = q.get((sv["dev"], sv["qpn"]), {})
         want_rtr = e["rtr"] or "none"
         good = (cq.get("mpa-role") == "initiator" and
                 sq.get("mpa-role") == "responder" and
@@ -553,7 +569,7 @@ def peer_initiator(name, port, peer_args, srv_args=(), params=None,
                           stdout=open(sout, "w"), stderr=subprocess.STDOUT)
     wait_for(sout, r"server listen", 10)
     # --delay 0: the RTR or first FPDU right behind the Reply (patch 0024)
-    pp = subprocess.run([PEER, "--timeout", "8000", "--rx-ms", "2500",
+    pp = subprocess.run(IN_NS + [PEER, "--timeout", "8000", "--rx-ms", "2500",
                          "--delay", "0"] +
                         list(peer_args) + [A0, str(port)] + list(steps),
                         capture_output=True, text=True, timeout=60)
@@ -582,7 +598,8 @@ def peer_responder(name, port, peer_args, cli_args=(), params=None,
                           [A0, str(port)] + list(steps),
                           stdout=open(pout, "w"), stderr=subprocess.STDOUT)
     wait_for(pout, r"^listening ", 10)
-    cp = subprocess.run([MPA_CONN, "client", "--addr", A0, "--port",
+    cp = subprocess.run([MPA_CONN, "client", "--addr", A0, "--src", A1,
+                         "--port",
                          str(port), "--no-traffic", "--hold-ms", "300",
                          "--timeout-ms", "15000"] + list(cli_args),
                         capture_output=True, text=True, timeout=60)

@@ -6,10 +6,12 @@
 # ib_atomic_lat and ib_atomic_bw (both -A kinds) with our rdma-core
 # (LD_LIBRARY_PATH; the stock libsiw has no atomics).
 # TAP output. Single-VM topology: server on SIWX_ADDR0 (-d SIWX_DEV0),
-# client from SIWX_ADDR1 (-d SIWX_DEV1). Small iteration counts so that it
-# is quick under TCG; the client retries while the server is not up yet.
+# client from SIWX_ADDR1 (-d SIWX_DEV1), in SIWX_NETNS1 when set, where it
+# must be on another device than the server (two GIDs). Small iteration
+# counts so that it is quick under TCG; the client retries while the
+# server is not up yet.
 #
-# Environment: SIWX_ADDR0/1, SIWX_DEV0/1, SIWX_RESULTS (logs),
+# Environment: SIWX_ADDR0/1, SIWX_DEV0/1, SIWX_NETNS1, SIWX_RESULTS (logs),
 # SIWX_PERFTEST_PORT (first TCP port, default 18515).
 
 set -u
@@ -22,6 +24,12 @@ PORT=${SIWX_PERFTEST_PORT:-18515}
 LIMIT=${SIWX_PERFTEST_LIMIT:-120}	# seconds per tool
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# the client in siw1's namespace when it has one (tools/vm/run --netns,
+# as the runner boots the VM): only then does rdma_cm put it on siw1 and
+# the traffic cross the veth pair; in one namespace both ends share siw0
+# (Documentation/vm.md)
+IN_NS=()
+[ -z "${SIWX_NETNS1:-}" ] || IN_NS=(ip netns exec "$SIWX_NETNS1")
 OURS=${RDMA_PREFIX:-$HERE/../../build/rdma-core/prefix}/lib
 
 # name  tool  options; a name starting with "ours:" runs with our rdma-core
@@ -85,7 +93,7 @@ for c in "${CASES[@]}"; do
 		"${env[@]}" timeout "$LIMIT" "$tool" -R -F -d "$D0" -p "$PORT" "$@" >"$slog" 2>&1 &
 		spid=$!
 		wait_listen "$PORT" "$spid"
-		"${env[@]}" timeout "$LIMIT" "$tool" -R -F -d "$D1" -p "$PORT" --source_ip "$A1" "$@" "$A0" \
+		"${IN_NS[@]}" "${env[@]}" timeout "$LIMIT" "$tool" -R -F -d "$D1" -p "$PORT" --source_ip "$A1" "$@" "$A0" \
 			>"$clog" 2>&1
 		crc=$?
 		if [ "$crc" = 0 ]; then
@@ -120,6 +128,12 @@ for c in "${CASES[@]}"; do
 	   [ "$(grep -c -iE 'error|failed|bad' "$slog")" -le 3 ]; then
 		echo "# $name: server failed only in perftest's closing handshake (no RNR retry on iWARP)"
 		src=0
+	fi
+	# two devices: the GIDs (siw: the netdev's MAC) of the two ends differ
+	gids=$(sed -n 's/^ *GID: *//p' "$clog" | sort -u | wc -l)
+	if [ "$ok" = 1 ] && [ -n "${SIWX_NETNS1:-}" ] && [ "$gids" != 2 ]; then
+		echo "# $name: the client's local and remote GID are not two different ones ($gids): both ends on one device"
+		ok=0
 	fi
 	if [ "$ok" = 1 ] && [ "$src" = 0 ]; then
 		echo "ok $i perftest.$name"

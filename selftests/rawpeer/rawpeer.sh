@@ -25,7 +25,7 @@
 # raw_server must post an atomic are skipped when libsiw cannot post one.
 #
 # Environment: SIWX_BIN (raw_server), SIWX_MPA_PEER (mpa-peer binary,
-# default build/tools/mpa-peer/mpa-peer), SIWX_ADDR0, SIWX_RESULTS (logs go
+# default build/tools/mpa-peer/mpa-peer), SIWX_ADDR0, SIWX_NETNS1, SIWX_RESULTS (logs go
 # to SIWX_RESULTS/rawpeer/), SIWX_RAWPEER_PORT (first TCP port, 41000),
 # SIWX_RAWPEER_JOBS (cases run at a time, each on its own port: 3; the
 # kernel-problem attribution then names the case started last).
@@ -41,6 +41,10 @@ TOP=$(cd "$HERE/../.." && pwd)
 BIN=${SIWX_BIN:-$TOP/build/selftests/bin}
 PEER=${SIWX_MPA_PEER:-$TOP/build/tools/mpa-peer/mpa-peer}
 A0=${SIWX_ADDR0:-192.168.77.1}
+# the peer in siw1's namespace when it has one (tools/vm/run --netns): its
+# TCP connection then crosses the veth pair instead of lo
+IN_NS=()
+[ -z "${SIWX_NETNS1:-}" ] || IN_NS=(ip netns exec "$SIWX_NETNS1")
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}/rawpeer
 PORT=${SIWX_RAWPEER_PORT:-41000}
 JOBS=${SIWX_RAWPEER_JOBS:-3}
@@ -505,7 +509,7 @@ exec_case() {
 	exec {fd}>&-
 	# (--delay 0: the first FPDU right behind the MPA Reply; upstream siw's
 	# responder would leave it unprocessed, patch 0024)
-	"$PEER" --timeout 20000 --delay 0 --rx-ms "$rxms" "${popts[@]}" "$A0" "$port" \
+	"${IN_NS[@]}" "$PEER" --timeout 20000 --delay 0 --rx-ms "$rxms" "${popts[@]}" "$A0" "$port" \
 		"${steps[@]}" >"$OUT/$name.peer" 2>&1
 	prc=$?
 	wait "$spid"	# bounded: every wait of raw_server is

@@ -50,6 +50,9 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 A0=${SIWX_ADDR0:-192.168.77.1}
 A1=${SIWX_ADDR1:-192.168.77.2}
+# the client in siw1's namespace when it has one (tools/vm/run --netns)
+CLI_NS=()
+[ -z "${SIWX_NETNS1:-}" ] || CLI_NS=(ip netns exec "$SIWX_NETNS1")
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
 MODE=${SIWX_RSOCKETS_MODE:-siwx}
 PORT0=${SIWX_RSOCKETS_PORT:-42100}
@@ -212,7 +215,7 @@ for c in "${CASES[@]}"; do
 	try=0
 	while :; do
 		try=$((try + 1))
-		timeout "$LIMIT" "${cenv[@]}" "$(binof "$cli" "$tool")" -s "$A0" -b "$A1" -p "$port" -T v \
+		"${CLI_NS[@]}" timeout "$LIMIT" "${cenv[@]}" "$(binof "$cli" "$tool")" -s "$A0" -b "$A1" -p "$port" -T v \
 			"${opts[@]}" >"$clog" 2>&1
 		crc=$?
 		[ "$crc" = 0 ] && break

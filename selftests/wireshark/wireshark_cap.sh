@@ -157,7 +157,8 @@ done
 # A QP that lives long enough to be sampled for sure (the capture's QPs
 # may all come and go between two samples under TCG): 6 s of ib_send_bw
 # outside the capture and after the link counters were read, both devices
-# in auto mode (TCP takes lo, and rdma_cm may put both ends on siw0);
+# in auto mode (with both addresses in one namespace, a VM booted without
+# --netns, rdma_cm may put both ends on siw0);
 # 'rdma statistic qp show' until a counter with a QP has Sends in it
 rdma statistic qp set link siw0/1 auto type on >> "$CNT/qp_auto.txt" 2>&1
 SIWX_RESULTS=$CNT "$HERE/../../tools/vm/perftest-run" single ib_send_bw -D 6 \
