@@ -17,7 +17,10 @@
  *	   connected local=IP:PORT peer=IP:PORT
  *	and disconnects; or prints (exit 1)
  *	   rejected status=N pdata_len=N pdata=TEXT ari=HEX|-
- *	ari: what follows the 148 bytes of a REJ's private data (IB/RoCE).
+ *	ari: the Additional Rejection Information of a consumer reject
+ *	(IB/RoCE) as librdmacm's rdma_consumer_reject_ari() returns it
+ *	(patches/rdma-core 0013): with patches/linux-cma 0003, what
+ *	follows the 148 bytes of the REJ's private data.
  *
  * Uses librdmacm's event channel API (what a portable application uses):
  * rdma_create_id, rdma_resolve_addr/route, rdma_connect, rdma_listen.
@@ -25,6 +28,7 @@
  * Exit 0 on success, 1 on a failure, 2 on usage errors.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -32,6 +36,34 @@
 #include <string.h>
 #include <rdma/rdma_cma.h>
 #include <siwx/ipcm.h>
+
+/*
+ * librdmacm's call for the Additional Rejection Information: ours has it
+ * (patches/rdma-core 0013), Debian's stock one (this program is built
+ * against both) does not. Weak: in the stock build it is NULL and the
+ * program reads what follows the REJ's 148 bytes of private data itself.
+ */
+const void *rdma_consumer_reject_ari(struct rdma_cm_id *id,
+				     const struct rdma_cm_event *event,
+				     uint8_t *ari_len) __attribute__((weak));
+
+static const void *reject_ari(struct rdma_cm_id *id,
+			      const struct rdma_cm_event *ev, uint8_t *len)
+{
+	const unsigned char *pd = ev->param.conn.private_data;
+	int n = ev->param.conn.private_data_len;
+
+	if (rdma_consumer_reject_ari)
+		return rdma_consumer_reject_ari(id, ev, len);
+	*len = 0;
+	if (ev->status != SIWX_CM_REJ_REASON_CONSUMER || !pd ||
+	    n <= SIWX_CM_REJ_PD_SIZE) {
+		errno = ENODATA;
+		return NULL;
+	}
+	*len = n - SIWX_CM_REJ_PD_SIZE;
+	return pd + SIWX_CM_REJ_PD_SIZE;
+}
 
 /* how long to wait for an event; IPCM_TIMEOUT_MS overrides */
 static int timeout_ms = 20000;
@@ -236,14 +268,28 @@ static int client(const char *addr, const char *port, const char *src)
 		 * Information of a consumer reject (the annex's format)
 		 */
 		const unsigned char *pd = ev->param.conn.private_data;
-		int len = ev->param.conn.private_data_len, i;
+		int len = ev->param.conn.private_data_len, i, err;
+		const unsigned char *ari;
+		uint8_t alen = 0;
 
+		ari = reject_ari(id, ev, &alen);
+		err = ari ? 0 : errno;
 		printf("rejected status=%d pdata_len=%d pdata=%.11s ari=",
 		       ev->status, len, pd && len && *pd ?
 		       (const char *)pd : "-");
-		for (i = SIWX_CM_REJ_PD_SIZE; pd && i < len; i++)
-			printf("%02x", pd[i]);
-		printf("%s\n", len > SIWX_CM_REJ_PD_SIZE ? "" : "-");
+		/*
+		 * It must agree with the private data it points into;
+		 * if not, the line says so (and matches no expectation).
+		 */
+		if (ari ? ari != pd + SIWX_CM_REJ_PD_SIZE ||
+			  len != SIWX_CM_REJ_PD_SIZE + alen :
+			  err != ENODATA)
+			printf("inconsistent(%s,len=%u,off=%ld)",
+			       ari ? "returned" : strerror(err), alen,
+			       ari ? (long)(ari - pd) : -1L);
+		for (i = 0; ari && i < alen; i++)
+			printf("%02x", ari[i]);
+		printf("%s\n", ari ? "" : "-");
 		rdma_ack_cm_event(ev);
 		return 1;
 	}

@@ -104,8 +104,12 @@ for m in stock ours; do
 done
 conn_tests() {	# TYPE V: the tests of one conn
 	echo "conn.$1.v$2.connected conn.$1.v$2.same_5tuple"
-	[ "$1" != rxe ] || echo "conn.$1.v$2.annex_header conn.$1.v$2.tshark_agrees" \
-		"conn.$1.v$2.reject_ari_ulp conn.$1.v$2.reject_ari_unknown_addr"
+	if [ "$1" = rxe ]; then
+		echo "conn.$1.v$2.annex_header conn.$1.v$2.tshark_agrees" \
+			"conn.$1.v$2.reject_ari_ulp conn.$1.v$2.reject_ari_unknown_addr"
+	else
+		echo "conn.$1.v$2.reject_no_ari"
+	fi
 }
 for t in rxe siw; do
 	for v in 4 6; do
@@ -343,7 +347,29 @@ conn() {
 		fi
 		if [ "$v" = 4 ]; then reject_ari "$name" "$a" "$b" "$PA2" "$port"
 		else reject_ari "$name" "$a" "$b" "$PA26" "$port"; fi
+	else
+		reject_no_ari "$name" "$a" "$b" "$port"
 	fi
+}
+# reject_no_ari NAME A B PORT: over iWARP an application's reject is an
+# MPA Reply with the Reject bit: a negative errno as status (siw:
+# -ECONNRESET), its private data, and rdma_consumer_reject_ari() must
+# find no ARI (ENODATA)
+reject_no_ari() {
+	local name=$1 a=$2 b=$3 port=$(($4 + 10)) got
+	"$CONN" server "$a" "$port" 1 reject >"$OUT/$name.rsrv" 2>&1 &
+	SRV_PID=$!
+	for _ in $(seq 100); do grep -q listening "$OUT/$name.rsrv" && break; sleep 0.1; done
+	"$CONN" client "$a" "$port" "$b" >"$OUT/$name.rcli" 2>&1
+	wait "$SRV_PID"
+	SRV_PID=
+	got=$(grep '^rejected' "$OUT/$name.rcli")
+	if [[ $got =~ ^rejected\ status=-[0-9]+\ pdata_len=[0-9]+\ pdata=ulp-reject\ ari=-$ ]]; then
+		ok "$name.reject_no_ari"
+	else
+		nok "$name.reject_no_ari" "client: '$(tail -n 1 "$OUT/$name.rcli")', want 'rejected status=-ERRNO pdata_len=N pdata=ulp-reject ari=-'"
+	fi
+	cat "$OUT/$name.rcli" >>"$LOG"
 }
 # reject_ari NAME A B A2 PORT: the rejected client reads the reject's
 # Additional Rejection Information (patch 0003: behind the REJ's private
