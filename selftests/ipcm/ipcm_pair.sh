@@ -22,11 +22,9 @@
 # The client retries while the server does not listen yet (the IB CM's
 # reject 8, invalid Service ID). Usage (guest.sh): ipcm_pair.sh BUILD_DIR
 #
-# Default off: in its one run so far b_srv, a_rej and b_rej passed, but
-# b's request in a_srv and in a_unk got no answer at all (UNREACHABLE
-# after the CM's retries, a's application saw no request); both were sent
-# before a's listener existed for their port. Not diagnosed yet
-# (Documentation/ipcm.md).
+# Each VM records its RoCE traffic (OUT/roce.pcap) and its CM's trace
+# events (OUT/trace.txt). Those showed why b's requests in a_srv and a_unk
+# once went unanswered: ARP flux, see arp_strict below.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
@@ -55,7 +53,8 @@ export IPCM_TIMEOUT_MS=90000	# the other VM may be far behind under TCG
 
 TESTS=(setup a_srv.connected a_srv.same_5tuple b_srv.connected
        b_srv.same_5tuple a_rej.client_sees_reject a_unk.client_sees_reject
-       b_rej.client_sees_reject rdma_cm_restored)
+       b_rej.client_sees_reject wire.a_rej_ulp_layer wire.a_unk_annex_ari
+       wire.b_rej_stock_no_ari rdma_cm_restored)
 echo "1..${#TESTS[@]}"
 
 swap_rdma_cm() {	# KO|stock
@@ -69,8 +68,30 @@ swap_rdma_cm() {	# KO|stock
 	say "rdma_cm ${1##*/}: taint '$taint'"
 	case $1/$taint in stock/*O*|*.ko/|*.ko/[!O]) return 1 ;; esac
 }
+# ARP: the macvlan shares the wire with its lower device, and Linux by
+# default answers an ARP request for any local address on any interface:
+# the pair interface answered for the macvlan's addresses with its own
+# MAC, the peer's RoCE frames then arrived on the pair interface, where
+# no rxe device is, and rxe dropped them (the requests "no one answered",
+# Documentation/ipcm.md). arp_ignore=1: answer only on the interface that
+# has the address; arp_announce=2: ask with the best local address for
+# the target. Both restored in cleanup.
+ARP_SAVED=
+arp_strict() {
+	ARP_SAVED="$(cat /proc/sys/net/ipv4/conf/all/arp_ignore) $(cat /proc/sys/net/ipv4/conf/all/arp_announce)"
+	echo 1 >/proc/sys/net/ipv4/conf/all/arp_ignore &&
+		echo 2 >/proc/sys/net/ipv4/conf/all/arp_announce
+}
+arp_restore() {
+	[ -n "$ARP_SAVED" ] || return 0
+	set -- $ARP_SAVED
+	echo "$1" >/proc/sys/net/ipv4/conf/all/arp_ignore
+	echo "$2" >/proc/sys/net/ipv4/conf/all/arp_announce
+	ARP_SAVED=
+}
 setup() {
 	if [ "$ROLE" = a ]; then swap_rdma_cm "$RDMA_CM_KO" || return 1; fi
+	arp_strict || return 1
 	modprobe -a rdma_rxe macvlan || return 1
 	ip link add link "$DEV" name ipcm96 type macvlan mode bridge || return 1
 	ip addr add "$ME/24" dev ipcm96 || return 1
@@ -79,9 +100,47 @@ setup() {
 	rdma link add rxev0 type rxe netdev ipcm96 || return 1
 	rdma link show >>"$LOG"
 }
+# What each VM's CM did and what crossed the wire, for the diagnosis of a
+# failed exchange: the kernel's ib_cma (IB CM) and rdma_cma trace events
+# into OUT/trace.txt, the RoCE traffic of the pair interface into
+# OUT/roce.pcap (siwx-ipcm and tshark decode it).
+# (trace_events again once setup swapped rdma_cm: its events come and go
+# with the module)
+T=/sys/kernel/tracing
+trace_events() {
+	local e
+	for e in ib_cma rdma_cma; do
+		[ ! -d $T/events/$e ] || echo 1 >$T/events/$e/enable
+	done
+}
+trace_start() {
+	tcpdump -i "$DEV" -U -n -w "$OUT/roce.pcap" udp port 4791 2>"$OUT/tcpdump.log" &
+	CAP=$!
+	mountpoint -q $T || mount -t tracefs nodev $T 2>/dev/null || return 0
+	echo 8192 >$T/buffer_size_kb
+	echo >$T/trace
+	trace_events
+	echo 1 >$T/tracing_on
+}
+# (once: unloading rdma_cm afterwards empties the trace buffer)
+TRACED=
+trace_stop() {
+	# (tcpdump gets 2 s for what the kernel holds for it: the last
+	# exchange's REJ was missing once when it was stopped at once)
+	[ -z "${CAP:-}" ] || { sleep 2; kill "$CAP" 2>/dev/null; wait "$CAP" 2>/dev/null; CAP=; }
+	[ -z "$TRACED" ] && [ -w $T/tracing_on ] || return 0
+	TRACED=1
+	echo 0 >$T/tracing_on
+	cat $T/trace >"$OUT/trace.txt" 2>/dev/null
+	for e in ib_cma rdma_cma; do
+		[ ! -d $T/events/$e ] || echo 0 >$T/events/$e/enable
+	done
+}
 cleanup() {
+	trace_stop
 	rdma link delete rxev0 2>/dev/null
 	ip link del ipcm96 2>/dev/null
+	arp_restore
 }
 trap cleanup EXIT
 
@@ -127,7 +186,9 @@ step() {	# NAME: both sides of one exchange; the result is the tests'
 	fi
 }
 
+trace_start
 check setup setup || skip_rest "setup failed"
+[ ! -w $T/tracing_on ] || trace_events
 step a_srv a accept "$A"
 if [ "$ROLE" = b ]; then
 	check a_srv.connected expect_line "$OUT/a_srv.cli" '^connected .* device=rxev0$'
@@ -146,6 +207,7 @@ else
 	check b_srv.same_5tuple expect_line "$OUT/b_srv.srv" "^request peer=$A:[0-9]+ local=$B:$PORT "
 fi
 step a_rej a reject "$A"
+PORT_A_REJ=$PORT
 if [ "$ROLE" = b ]; then
 	check a_rej.client_sees_reject expect_line "$OUT/a_rej.cli" \
 		'^rejected status=28 pdata_len=148 pdata=ulp-reject ari=-$'
@@ -154,9 +216,10 @@ else
 fi
 # no listener on A2: a's server listens on A, b asks A2
 PORT=$((PORT + 1))
+PORT_A_UNK=$PORT
 if [ "$ROLE" = a ]; then
 	server a_unk "$A" accept
-	sleep 40	# b asks from 5 s on
+	sleep 25	# b asks from 5 s on
 	kill "$SRV" 2>/dev/null
 	wait "$SRV" 2>/dev/null
 	ok a_unk.client_sees_reject "checked by b"
@@ -167,6 +230,7 @@ else
 		'^rejected status=28 pdata_len=148 pdata=- ari=-$'
 fi
 step b_rej b reject "$B"
+PORT_B_REJ=$PORT
 if [ "$ROLE" = a ]; then
 	check b_rej.client_sees_reject expect_line "$OUT/b_rej.cli" \
 		'^rejected status=28 pdata_len=148 pdata=ulp-reject ari=-$'
@@ -174,6 +238,24 @@ else
 	ok b_rej.client_sees_reject "checked by a"
 fi
 cleanup
+# What a's capture shows, decoded by siwx-ipcm: the patched rdma_cm's
+# rejects in the annex's format went over the wire to Debian's (which
+# hands its application none of it); Debian's own reject carries none
+wire() {	# TO PORT REJ: a's capture has the exchange to TO:PORT, rejected so
+	"$IPCM" "$OUT/roce.pcap" >"$OUT/roce.ipcm.txt" 2>&1
+	expect_line "$OUT/roce.ipcm.txt" \
+		"tcp [0-9.]+:[0-9]+ -> ${1//./\\.}:$2 REQ REJ\\($3\\)\$"
+}
+IPCM=$BUILD/tools/ipcm/siwx-ipcm
+if [ "$ROLE" = a ]; then
+	check wire.a_rej_ulp_layer wire "$A" "$PORT_A_REJ" '28,layer=ulp'
+	check wire.a_unk_annex_ari wire "$A2" "$PORT_A_UNK" '28,layer=ip-cm,ari=unknown-addr'
+	check wire.b_rej_stock_no_ari wire "$B" "$PORT_B_REJ" '28,no-ari'
+else
+	for t in wire.a_rej_ulp_layer wire.a_unk_annex_ari wire.b_rej_stock_no_ari; do
+		ok "$t" "checked by a"
+	done
+fi
 if [ "$ROLE" = a ]; then check rdma_cm_restored swap_rdma_cm stock
 else ok rdma_cm_restored "Debian's all along"; fi
 exit $((fails > 0))
