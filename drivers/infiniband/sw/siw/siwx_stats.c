@@ -215,16 +215,27 @@ static void siwx_stats_qp_add(struct siw_qp *qp, unsigned int i, u64 val)
 	rcu_read_unlock();
 }
 
+/* per FPDU: one look at the QP's binding for both counts */
 static void siwx_stats_fpdu(struct siw_qp *qp, struct iwarp_ctrl *ctrl,
 			    unsigned int fpdus, unsigned int bytes)
 {
 	u8 op = __rdmap_get_opcode(ctrl);
 	int cls = op < RDMAP_NUM_OPCODES ? siwx_op_class[op] : -1;
+	u16 len = be16_to_cpu(ctrl->mpa_len);
+	struct siwx_qp_stats *qs;
 
 	if (cls < 0)
 		return;
-	siwx_stats_qp_add(qp, fpdus + cls, 1);
-	siwx_stats_qp_add(qp, bytes + cls, be16_to_cpu(ctrl->mpa_len));
+	rcu_read_lock();
+	qs = rcu_dereference(qp->xstats);
+	if (qs) {
+		atomic64_inc(&qs->cnt[fpdus + cls]);
+		atomic64_add(len, &qs->cnt[bytes + cls]);
+	} else {
+		siwx_stats_add(qp->sdev, fpdus + cls, 1);
+		siwx_stats_add(qp->sdev, bytes + cls, len);
+	}
+	rcu_read_unlock();
 }
 
 /* A whole FPDU went to TCP; @ctrl is its header. */
