@@ -175,17 +175,25 @@ else
 	EXCL=0
 fi
 
+# ns_pair NS LOCAL PEER NET DEV_LOCAL DEV_PEER: namespace NS and a veth
+# pair, LOCAL in the initial namespace with NET.1 and siw device DEV_LOCAL,
+# PEER in NS with NET.2 and DEV_PEER (created there)
+ns_pair() {
+	local ns=$1 l=$2 p=$3 net=$4 dl=$5 dp=$6
+	run ip netns add "$ns" && run ip link add "$l" type veth peer name "$p" &&
+	run ip link set "$p" netns "$ns" &&
+	run ip addr add "$net.1/24" dev "$l" && run ip link set "$l" up &&
+	run ip -n "$ns" addr add "$net.2/24" dev "$p" &&
+	run ip -n "$ns" link set "$p" up && run ip -n "$ns" link set lo up &&
+	run rdma link add "$dl" type siw netdev "$l" &&
+	run ip netns exec "$ns" rdma link add "$dp" type siw netdev "$p"
+}
+
 # xa (initial, 10.79.0.1, device sxa) <-> xb (c1, 10.79.0.2, device sxb)
 say "exclusive.move_device"
 r=""
 if [ "$EXCL" = 1 ]; then
-	run ip netns add c1 && run ip link add xa type veth peer name xb &&
-	run ip link set xb netns c1 &&
-	run ip addr add 10.79.0.1/24 dev xa && run ip link set xa up &&
-	run ip -n c1 addr add 10.79.0.2/24 dev xb && run ip -n c1 link set xb up &&
-	run ip -n c1 link set lo up &&
-	run rdma link add sxa type siw netdev xa &&
-	run ip netns exec c1 rdma link add sxb type siw netdev xb || r="setup failed"
+	ns_pair c1 xa xb 10.79.0 sxa sxb || r="setup failed"
 	[ -n "$r" ] || run rdma dev set sxb netns c1 || r="rdma dev set sxb netns c1 failed: $(tail -n 1 "$LOG")"
 	if [ -z "$r" ]; then
 		inside=$(devs_in c1)
@@ -247,13 +255,7 @@ run ip netns del c1
 say "exclusive.namespace_deleted_under_traffic"
 r=""
 if [ "$EXCL" = 1 ]; then
-	run ip netns add c2 && run ip link add ya type veth peer name yb &&
-	run ip link set yb netns c2 &&
-	run ip addr add 10.80.0.1/24 dev ya && run ip link set ya up &&
-	run ip -n c2 addr add 10.80.0.2/24 dev yb && run ip -n c2 link set yb up &&
-	run ip -n c2 link set lo up &&
-	run rdma link add sya type siw netdev ya &&
-	run ip netns exec c2 rdma link add syb type siw netdev yb &&
+	ns_pair c2 ya yb 10.80.0 sya syb &&
 	run rdma dev set syb netns c2 || r="setup failed"
 	if [ -z "$r" ]; then
 		rping -s -a 10.80.0.1 -C 1000000 -V >> "$LOG" 2>&1 &
