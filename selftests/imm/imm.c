@@ -1643,24 +1643,26 @@ TEST_F_TIMEOUT(imm, qp_ex_post_errors, 120)
  * Terminate meets them in every state (queued, being transmitted, Read
  * Request in the ORQ). Several rounds, a new connection each.
  */
-#define FL_ROUNDS	12	/* suggested SIWX_IMM_FLUSH_ROUNDS */
+#define FL_ROUNDS	12	/* default SIWX_IMM_FLUSH_ROUNDS */
 #define FL_WRS		9
 
 TEST_F_TIMEOUT(imm, flush_exactly_once, 300)
 {
-	int rounds = (int)ru_env_long("SIWX_IMM_FLUSH_ROUNDS", 0);
+	int rounds = (int)ru_env_long("SIWX_IMM_FLUSH_ROUNDS", FL_ROUNDS);
 	int round, i, dups = 0, missing = 0, bad_ok = 0, nref = 0;
 	char buf[200];
 
 	/*
-	 * Opt-in (SIWX_IMM_FLUSH_ROUNDS=12, say): open issue, about one
-	 * post in a hundred that libsiw reports as refused while the QP
-	 * is being flushed still completes as flushed. Patches 0013,
-	 * 0014, 0016 and 0018 fixed the missing and duplicate completions
-	 * this test found; see Documentation/testing.md.
+	 * Patches 0013, 0014, 0016 and 0018 fixed the missing and
+	 * duplicate completions this test found. It was opt-in while about
+	 * one post in a hundred that libsiw reported as refused still
+	 * completed as flushed: the doorbell failed with ENOTCONN while a
+	 * state change held the QP's state lock, after libsiw had written
+	 * the work request to the send queue; patch 0012 now has the
+	 * doorbell wait (Documentation/testing.md).
 	 */
 	if (rounds <= 0)
-		SKIP(return, "opt-in: SIWX_IMM_FLUSH_ROUNDS (refused post may still complete, open)");
+		SKIP(return, "SIWX_IMM_FLUSH_ROUNDS=0");
 
 	for (round = 0; round < rounds; round++) {
 		struct ru_buf *src = &self->b[0], *tgt = &self->b[1];

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * stress - repeated scenarios that catch rare misbehaviour. Not part of
- * the default `make check` run (selftests/run.sh stress runs it).
+ * stress - repeated scenarios that catch rare misbehaviour.
  *
  *   terminate.*.flushes_all_wrs
  *	The client posts an RDMA op the server must refuse, with Sends
  *	queued behind it. The Terminate moves the client QP to error; every
  *	posted WR must then complete (success or flush) - none may vanish.
- *	Known to fail now and then on upstream siw (about 1 in 25 rounds in
- *	a TCG guest): the Send right behind the refused Write never
- *	completes.
+ *	Failed now and then on upstream siw and ours (about 1 in 25 rounds
+ *	in a TCG guest): libsiw had written the Send to the send queue when
+ *	its doorbell failed with ENOTCONN (a Terminate was changing the QP's
+ *	state), and nothing completed it. Patch 0012 has the doorbell wait.
  *   churn.connect_disconnect
  *	Many short connections with a little traffic, alternating which
  *	side disconnects or destroys first.
