@@ -21,7 +21,7 @@ KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
 DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
-.PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo bench bench-ulp \
+.PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo fuzz bench bench-ulp \
 	deb install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
 	help ktest
 
@@ -38,6 +38,7 @@ help:
 	@echo "make checkpatch  run the kernel's checkpatch on patches and our files"
 	@echo "make series-check build siw.ko and checkpatch --strict after every kernel patch"
 	@echo "make upstream-series the series with our files folded in (build/upstream-series/out), checked"
+	@echo "make fuzz        the receive-path fuzzer: 1,000,000 frames against one boot (FUZZ_FRAMES, FUZZ_SEED)"
 	@echo "make bench       siwx vs upstream siw, rxe and raw TCP, then make bench-ulp (BENCH=quick|full)"
 	@echo "make bench-ulp   NVMe-oF and NFS over siwx vs upstream siw, rxe and their TCP transports"
 	@echo "make deb         build/deb/out: siwx-dkms and siwx-rdma-core .deb (Documentation/install.md)"
@@ -89,6 +90,7 @@ rpma: rdma-core
 selftests: rdma-core stage ktest
 	$(MAKE) -C $(TOP)/selftests O=$(BUILD)/selftests RDMA_PREFIX=$(RDMA_PREFIX) KSFT_DIR=$(KSFT_DIR)
 	$(MAKE) -C $(TOP)/tools/mpa-peer O=$(BUILD)/tools/mpa-peer
+	$(MAKE) -C $(TOP)/tools/fuzz O=$(BUILD)/tools/fuzz
 	$(MAKE) -C $(TOP)/tools/ipcm O=$(BUILD)/tools/ipcm
 	$(MAKE) -C $(TOP)/tools/demo O=$(BUILD)/tools/demo RDMA_PREFIX=$(RDMA_PREFIX)
 
@@ -105,6 +107,18 @@ check: stage modules rdma-core selftests deb
 	wait $$sc; src=$$?; cat $$log; \
 	echo "make check: selftests exit $$rc, series-check exit $$src"; \
 	[ $$rc = 0 ] && [ $$src = 0 ]
+
+# The long fuzzer run (suite fuzz with a large slice, one VM); make check
+# runs a short seeded slice. See Documentation/reliability.md.
+FUZZ_FRAMES ?= 1000000
+FUZZ_SEED   ?= 0x5eed0002
+fuzz: modules rdma-core selftests
+	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
+	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
+		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
+		SIWX_FUZZ_FRAMES=$(FUZZ_FRAMES) SIWX_FUZZ_SEED=$(FUZZ_SEED) \
+		SIWX_SUITE_TIMEOUT_fuzz=$${SIWX_SUITE_TIMEOUT_fuzz:-7200} \
+		$(TOP)/selftests/run.sh fuzz
 
 demo: modules rdma-core selftests
 	@KVER=$(KVER) RDMA_PREFIX=$(RDMA_PREFIX) $(TOP)/tools/demo/run.sh

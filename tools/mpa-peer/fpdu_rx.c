@@ -286,6 +286,8 @@ static void print_rdmap(struct line *ln, unsigned int op, const uint8_t **pp,
 	*lenp -= hl;
 }
 
+void (*rx_hook)(const uint8_t *p, size_t len, const char *crcs);
+
 /*
  * One received FPDU (len = ULPDU length, p -> after the length field).
  * Returns whether its opcode is the one 'until' waits for.
@@ -300,6 +302,8 @@ static int print_fpdu(const uint8_t *p, size_t len, const char *crcs,
 	int hit;
 
 	S.rx_fpdus++;
+	if (rx_hook)
+		rx_hook(p, len, crcs);
 	if (len < SIWX_DDP_CTRL_SIZE) {
 		hexstr(hex, sizeof(hex), p, len);
 		out("rx short len=%zu bytes=%s crc=%s\n", len, hex, crcs);

@@ -22,26 +22,6 @@
 
 #include "mpa-peer.h"
 
-struct state S;
-
-/* the start of a connection's state: fd, MSNs, request ids, buffers */
-static void conn_init(int fd)
-{
-	int q;
-
-	for (q = 0; q < SIWX_DDP_QN_COUNT; q++)
-		S.msn[q] = SIWX_DDP_MSN_FIRST;
-	S.fd = fd;
-	S.reqid = 1;		/* atomic Request Identifiers count from 1 */
-	S.crc = 0;
-	S.crc_req = 0;
-	S.rxlen = 0;
-	S.txlen = 0;
-	S.closed = 0;
-	S.rx_fpdus = 0;
-	S.terms = 0;
-}
-
 /* Initiator: connect, handshake, steps. Returns the exit status. */
 static int initiator(const char *addr, const char *port, char **steps,
 		     int nsteps)

@@ -136,6 +136,8 @@ static inline size_t mpa_pad(size_t n)
 void __attribute__((noreturn, format(printf, 2, 3)))
 die(int rc, const char *fmt, ...);
 void __attribute__((format(printf, 1, 2))) out(const char *fmt, ...);
+/* non-zero: out() prints nothing (tools that link these units) */
+extern int out_quiet;
 void hexstr(char *dst, size_t dstlen, const uint8_t *p, size_t n);
 uint64_t now_ms(void);
 
@@ -175,9 +177,16 @@ void send_rtr(const char *kind);
 /* ---------------------------------------------------------------- fpdu_rx.c */
 
 int rx_parse(int until);
+/*
+ * Called for every FPDU received, before it is printed: p -> the DDP
+ * control byte, len the ULPDU length, crcs as printed (ok, bad, none,
+ * nonzero). NULL (the default): none.
+ */
+extern void (*rx_hook)(const uint8_t *p, size_t len, const char *crcs);
 
 /* ---------------------------------------------------------------- net.c */
 
+void conn_init(int fd);
 int tcp_connect(const char *addr, const char *port, const char *src,
 		uint64_t timeout);
 int tcp_listen(const char *addr, const char *port);

@@ -121,6 +121,28 @@ int tcp_accept(int lfd, uint64_t timeout)
 	return fd;
 }
 
+/* ---------------------------------------------------------------- state */
+
+struct state S;
+
+/* the start of a connection's state: fd, MSNs, request ids, buffers */
+void conn_init(int fd)
+{
+	int q;
+
+	for (q = 0; q < SIWX_DDP_QN_COUNT; q++)
+		S.msn[q] = SIWX_DDP_MSN_FIRST;
+	S.fd = fd;
+	S.reqid = 1;		/* atomic Request Identifiers count from 1 */
+	S.crc = 0;
+	S.crc_req = 0;
+	S.rxlen = 0;
+	S.txlen = 0;
+	S.closed = 0;
+	S.rx_fpdus = 0;
+	S.terms = 0;
+}
+
 /* ---------------------------------------------------------------- send */
 
 void tx_flush(void)

@@ -22,11 +22,16 @@ void die(int rc, const char *fmt, ...)
 	exit(rc);
 }
 
+/* non-zero: out() prints nothing (a program that links these units) */
+int out_quiet;
+
 /* every output line goes out at once (tests read it while we run) */
 void out(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (out_quiet)
+		return;
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);

@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * fuzz_target - the verbs side of the receive-path fuzzer (tools/fuzz).
+ *
+ *   fuzz_target --port P --ctl C [--addr A] [--seed S] [--mr-len N]
+ *               [--recv N] [--recv-len N] [--ird N]
+ *
+ * One process serves every connection the fuzzer makes, one after the
+ * other, lock-step over a plain TCP control connection on A:C:
+ *
+ *   fuzzer -> target   "a N"      accept connection N on the rdma_cm
+ *                                 listener A:P (the fuzzer is the MPA
+ *                                 initiator)
+ *                      "c N HOST PORT REV P2P RTR CRC"
+ *                                 connect to the fuzzer at HOST:PORT (the
+ *                                 fuzzer is the MPA responder), with siw's
+ *                                 module parameters mpa_rev, mpa_p2p,
+ *                                 mpa_rtr_offer, mpa_crc set first
+ *                                 (skipped when the module has none)
+ *                      "q"        quit
+ *   target -> fuzzer   "v N ok|bad|hang|noconn|refused DETAIL"   per
+ *                                 connection; refused: the connection
+ *                                 failed with an error status (the
+ *                                 fuzzer's Reply or its first frames),
+ *                                 noconn: it timed out (a hang)
+ *
+ * Memory: seven regions of --mr-len bytes (default 8192), one guard page
+ * before, between and after them, all filled with a pseudo-random pattern
+ * and registered once (one PD; region 5 in a second PD):
+ *
+ *   0 x  local write, remote write/read/atomic, flush global
+ *   1 w  local write, remote write
+ *   2 r  local write, remote read
+ *   3 a  local write, remote atomic
+ *   4 n  local write only
+ *   5 p  everything, in the other PD
+ *   6 i  everything; registered anew for every connection (a Send with
+ *        Invalidate may end it)
+ *
+ * The private data of every accept or connect is text the fuzzer (and
+ * tools/mpa-peer) turn into variables:
+ *   "fz=N b=ADDR st=STRIDE ml=LEN rl=RECVLEN rn=RECVS k0=RKEY .. k6=RKEY"
+ * (region i starts at b + i * st).
+ *
+ * Receives: --recv (default 512, more than a stream of the fuzzer's
+ * --max-steps default sends) slots of 2 x --recv-len (default 256)
+ * bytes, each posted with its first half; a completed receive is posted
+ * again at once, so the fuzzer's Sends find buffers.
+ *
+ * After each connection (DISCONNECTED, or 60 s: "hang") the QP is
+ * destroyed and the memory checked against the pattern: the guard pages,
+ * regions 2 (r), 4 (n) and 5 (p) -- no valid request can change them --
+ * and of every receive slot the second half and what lies beyond the
+ * length its completion reported. A difference is "bad" with its
+ * location; the pattern is then restored so the next connection starts
+ * clean. Writable regions (x, w, a, i) are not compared.
+ *
+ * Exit: 0 every verdict ok, 1 some verdict was not, 3 setup failure,
+ * 2 usage.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "rdma_util.h"
+
+#define PAGE		4096
+#define NREG		7
+#define REG_P		5	/* in the second PD */
+#define REG_I		6	/* registered anew per connection */
+#define CONN_MS		60000	/* bound of one connection */
+
+/*
+ * IB_UVERBS_ACCESS_FLUSH_GLOBAL by number (rdma-core 44 lacks it); not
+ * _PERSISTENT: siw refuses it for memory that is not persistent
+ */
+#define FT_ACCESS_FLUSH	(1 << 8)
+
+static const struct {
+	const char *name;
+	int access;
+	int checked;	/* no valid request can change it */
+} regs[NREG] = {
+	{ "x", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+	       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+	       FT_ACCESS_FLUSH, 0 },
+	{ "w", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0 },
+	{ "r", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 1 },
+	{ "a", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 0 },
+	{ "n", IBV_ACCESS_LOCAL_WRITE, 1 },
+	{ "p", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+	       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, 1 },
+	{ "i", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+	       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, 0 },
+};
+
+struct target {
+	const char *addr;
+	uint16_t port, ctl_port;
+	size_t ml, rl;
+	unsigned int rn, ird;
+	uint64_t seed;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd, *pd2;
+	uint8_t *mem, *ref;	/* regions and guards; the pattern */
+	size_t memlen, stride;
+	struct ibv_mr *mr[NREG];
+	uint8_t *rmem, *rref;	/* receive slots; the pattern */
+	struct ibv_mr *rmr;
+	uint8_t *posted;	/* per slot: a receive is posted */
+	int nbad, nconn;
+	char pdata[RU_PDATA_MAX];
+};
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: fuzz_target --port P --ctl C [--addr A] [--seed S] [--mr-len N]\n"
+		"       [--recv N] [--recv-len N] [--ird N]\n");
+	exit(2);
+}
+
+static uint64_t num(const char *s)
+{
+	char *end;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end)
+		usage();
+	return v;
+}
+
+static uint8_t *region(struct target *t, int i)
+{
+	return t->mem + PAGE + (size_t)i * t->stride;
+}
+
+static int reg_mr(struct target *t, int i)
+{
+	struct ibv_pd *pd = i == REG_P ? t->pd2 : t->pd;
+
+	t->mr[i] = ibv_reg_mr(pd, region(t, i), t->ml, regs[i].access);
+	if (!t->mr[i] && (regs[i].access & FT_ACCESS_FLUSH)) {
+		/* a module without Flush (upstream siw): region x without it */
+		printf("target note: region %s without FLUSH_GLOBAL: %s\n",
+		       regs[i].name, strerror(errno));
+		t->mr[i] = ibv_reg_mr(pd, region(t, i), t->ml,
+				      regs[i].access & ~FT_ACCESS_FLUSH);
+	}
+	if (!t->mr[i]) {
+		fprintf(stderr, "fuzz_target: ibv_reg_mr %s: %s\n",
+			regs[i].name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int setup_memory(struct target *t)
+{
+	int i;
+
+	t->stride = t->ml + PAGE;
+	t->memlen = PAGE + NREG * t->stride;
+	t->mem = mmap(NULL, t->memlen, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	t->rmem = mmap(NULL, t->rn * 2 * t->rl, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	t->ref = malloc(t->memlen);
+	t->rref = malloc(t->rn * 2 * t->rl);
+	t->posted = calloc(t->rn, 1);
+	if (t->mem == MAP_FAILED || t->rmem == MAP_FAILED || !t->ref ||
+	    !t->rref || !t->posted)
+		return -1;
+	ru_fill(t->ref, t->memlen, t->seed);
+	memcpy(t->mem, t->ref, t->memlen);
+	ru_fill(t->rref, t->rn * 2 * t->rl, t->seed ^ 0x5a5a);
+	memcpy(t->rmem, t->rref, t->rn * 2 * t->rl);
+	t->pd = ibv_alloc_pd(t->ctx);
+	t->pd2 = ibv_alloc_pd(t->ctx);
+	if (!t->pd || !t->pd2)
+		return -1;
+	for (i = 0; i < NREG; i++)
+		if (reg_mr(t, i))
+			return -1;
+	t->rmr = ibv_reg_mr(t->pd, t->rmem, t->rn * 2 * t->rl,
+			    IBV_ACCESS_LOCAL_WRITE);
+	return t->rmr ? 0 : -1;
+}
+
+/* the private data for connection n */
+static void make_pdata(struct target *t, unsigned long n)
+{
+	size_t o;
+	int i;
+
+	o = snprintf(t->pdata, sizeof(t->pdata),
+		     "fz=%lu b=0x%" PRIxPTR " st=0x%zx ml=%zu rl=%zu rn=%u", n,
+		     (uintptr_t)region(t, 0), t->stride, t->ml, t->rl, t->rn);
+	for (i = 0; i < NREG && o < sizeof(t->pdata); i++)
+		o += snprintf(t->pdata + o, sizeof(t->pdata) - o, " k%d=0x%x",
+			      i, t->mr[i]->rkey);
+}
+
+static int post_slot(struct target *t, struct ru_ep *e, unsigned int s)
+{
+	int rc = ru_post_recv_mr(e->qp, NULL, t->rmr,
+				 t->rmem + s * 2 * t->rl, t->rl, s);
+
+	t->posted[s] = !rc;
+	return rc;
+}
+
+static int on_qp(struct ru_ep *e, void *arg)
+{
+	struct target *t = arg;
+	unsigned int s;
+	int rc;
+
+	for (s = 0; s < t->rn; s++) {
+		rc = post_slot(t, e, s);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* first difference of [off, off+len) of mem against ref, -1 none */
+static long diff(const uint8_t *mem, const uint8_t *ref, size_t off,
+		 size_t len)
+{
+	long d = ru_first_diff(mem + off, ref + off, len);
+
+	return d < 0 ? -1 : (long)off + d;
+}
+
+/* what no valid request could change; "" when all is as it must be */
+static void check_memory(struct target *t, char *why, size_t n)
+{
+	size_t s;
+	long d;
+	int i;
+
+	why[0] = 0;
+	for (i = 0; i <= NREG; i++) {	/* the guard pages */
+		d = diff(t->mem, t->ref, (size_t)i * t->stride, PAGE);
+		if (d >= 0) {
+			snprintf(why, n, "guard page %d changed at +%ld "
+				 "(0x%02x, pattern 0x%02x)", i,
+				 d - (long)(i * t->stride), t->mem[d],
+				 t->ref[d]);
+			return;
+		}
+	}
+	for (i = 0; i < NREG; i++) {
+		if (!regs[i].checked)
+			continue;
+		d = diff(t->mem, t->ref, PAGE + (size_t)i * t->stride, t->ml);
+		if (d >= 0) {
+			snprintf(why, n, "region %s (no remote write) changed "
+				 "at +%ld (0x%02x, pattern 0x%02x)",
+				 regs[i].name,
+				 d - (long)(PAGE + i * t->stride), t->mem[d],
+				 t->ref[d]);
+			return;
+		}
+	}
+	for (s = 0; s < t->rn; s++) {
+		/* a posted receive may hold what a failed message placed */
+		size_t from = t->posted[s] ? t->rl : 0;
+
+		d = diff(t->rmem, t->rref, s * 2 * t->rl + from,
+			 2 * t->rl - from);
+		if (d >= 0) {
+			snprintf(why, n, "receive slot %zu changed at +%ld "
+				 "(%s)", s, d - (long)(s * 2 * t->rl),
+				 t->posted[s] ? "beyond the posted length" :
+				 "not posted");
+			return;
+		}
+	}
+}
+
+static void restore_memory(struct target *t)
+{
+	memcpy(t->mem, t->ref, t->memlen);
+	memcpy(t->rmem, t->rref, t->rn * 2 * t->rl);
+}
+
+/*
+ * Serve an established connection until it is disconnected: post every
+ * completed receive again, after checking that its message left the
+ * slot alone beyond the length it reported (else *why says where).
+ * Returns 0, or -ETIMEDOUT after CONN_MS.
+ */
+static int serve(struct target *t, struct ru_ep *e, unsigned int *recvs,
+		 char *why, size_t whylen)
+{
+	uint64_t deadline = ru_now_ms() + CONN_MS;
+	struct ibv_wc wc[16];
+	int n, i;
+
+	while (!e->disconnected) {
+		if (ru_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		n = ibv_poll_cq(e->rcq, 16, wc);
+		for (i = 0; i < n; i++) {
+			unsigned int s = (unsigned int)wc[i].wr_id;
+
+			size_t got, off;
+			long d;
+
+			if (s >= t->rn)
+				continue;
+			if (wc[i].status != IBV_WC_SUCCESS)
+				continue;	/* stays "posted": up to rl undefined */
+			(*recvs)++;
+			t->posted[s] = 0;
+			/*
+			 * RFC 7306 Immediate Data completes as "RDMA Write with
+			 * immediate": byte_len is the Write's, nothing is placed
+			 */
+			got = wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM ? 0 :
+			      wc[i].byte_len;
+			off = s * 2 * t->rl;
+			d = diff(t->rmem, t->rref, off + (got < t->rl ? got : t->rl),
+				 2 * t->rl - (got < t->rl ? got : t->rl));
+			if ((got > t->rl || d >= 0) && !why[0])
+				snprintf(why, whylen, "receive slot %u: completion "
+					 "opcode %d byte_len %zu of %zu posted, "
+					 "first change beyond it at +%ld", s,
+					 wc[i].opcode, got, t->rl,
+					 d < 0 ? -1 : d - (long)off);
+			/* the next message may be shorter: compare from here */
+			memcpy(t->rref + off, t->rmem + off,
+			       got > t->rl ? t->rl : got);
+			post_slot(t, e, s);
+		}
+		while (ibv_poll_cq(e->scq, 16, wc) > 0)
+			;
+		if (n <= 0)
+			ru_ep_pump_events_wait(e, 2);
+		else
+			ru_ep_pump_events(e);
+	}
+	return 0;
+}
+
+/* the MPA settings of siw's initiator (skipped when the module has none) */
+static void set_param(const char *name, const char *val)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/siw/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	fputs(val, f);
+	fclose(f);
+}
+
+static void say(int ctl, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	fwrite(buf, 1, n, stdout);
+	fflush(stdout);
+	if (write(ctl, buf, n) != n)
+		fprintf(stderr, "fuzz_target: control write failed\n");
+}
+
+/* one connection: accept (listener l) or connect (host given) */
+static void one(struct target *t, int ctl, struct ru_listener *l,
+		unsigned long n, const char *host, uint16_t port)
+{
+	struct ru_caps caps;
+	struct ru_ep e;
+	unsigned int recvs = 0;
+	char why[256], why2[256];
+	int rc;
+
+	t->nconn++;
+	/* region i: registered anew (a Send with Invalidate may have ended it) */
+	if (ibv_dereg_mr(t->mr[REG_I]) || reg_mr(t, REG_I)) {
+		say(ctl, "v %lu bad re-registering region i failed", n);
+		t->nbad++;
+		return;
+	}
+	make_pdata(t, n);
+	ru_caps_default(&caps);
+	caps.max_recv_wr = t->rn;
+	caps.max_send_wr = 16;
+	caps.shared_pd = t->pd;
+	caps.on_qp = on_qp;
+	caps.on_qp_arg = t;
+	caps.responder_resources = t->ird;
+	caps.initiator_depth = t->ird;
+	caps.private_data = t->pdata;
+	caps.private_data_len = strlen(t->pdata) + 1;
+	memset(&e, 0, sizeof(e));
+	if (host) {
+		/* once: a retry would reach the fuzzer as its next connection */
+		rc = ru_client_start(&e, t->addr, host, port, &caps, 5000);
+		if (!rc)
+			rc = ru_client_finish(&e, 15000);
+	} else {
+		rc = ru_accept(l, &e, &caps, 20000);
+	}
+	if (rc && rc != -ETIMEDOUT && rc != -EHOSTUNREACH) {
+		/* refused: the fuzzer's Reply or first frames were bad */
+		say(ctl, "v %lu refused %s", n, ru_errmsg());
+		ru_ep_close(&e);
+		return;
+	}
+	if (rc) {
+		say(ctl, "v %lu noconn %s", n, ru_errmsg());
+		ru_ep_close(&e);
+		t->nbad++;
+		return;
+	}
+	why2[0] = 0;
+	rc = serve(t, &e, &recvs, why2, sizeof(why2));
+	ru_ep_close(&e);
+	check_memory(t, why, sizeof(why));
+	if (why2[0] && !why[0])
+		snprintf(why, sizeof(why), "%s", why2);
+	if (rc) {
+		say(ctl, "v %lu hang no DISCONNECTED within %d ms (recvs=%u)",
+		    n, CONN_MS, recvs);
+		t->nbad++;
+	} else if (why[0]) {
+		say(ctl, "v %lu bad %s (recvs=%u)", n, why, recvs);
+		t->nbad++;
+	} else {
+		say(ctl, "v %lu ok recvs=%u", n, recvs);
+	}
+	restore_memory(t);
+}
+
+static int ctl_accept(const char *addr, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port) };
+	int one_ = 1, fd, c;
+
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one_, sizeof(one_));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1))
+		return -1;
+	printf("target control listening %s:%u\n", addr, port);
+	fflush(stdout);
+	c = accept(fd, NULL, NULL);
+	close(fd);
+	if (c >= 0)
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one_, sizeof(one_));
+	return c;
+}
+
+/* one control line into buf (no newline); -1 closed */
+static int ctl_line(int ctl, char *buf, size_t n)
+{
+	size_t o = 0;
+	char c;
+
+	while (o + 1 < n) {
+		ssize_t r = read(ctl, &c, 1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (c == '\n')
+			break;
+		buf[o++] = c;
+	}
+	buf[o] = 0;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct target t = { .ml = 8192, .rl = 256, .rn = 512, .ird = 16 };
+	struct ru_listener l = { 0 };
+	char line[256];
+	int i, ctl;
+
+	t.addr = ru_addr0();
+	t.seed = ru_random_seed();
+	for (i = 1; i < argc; i++) {
+		const char *o = argv[i], *a = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!a)
+			usage();
+		i++;
+		if (!strcmp(o, "--port"))
+			t.port = num(a);
+		else if (!strcmp(o, "--ctl"))
+			t.ctl_port = num(a);
+		else if (!strcmp(o, "--addr"))
+			t.addr = a;
+		else if (!strcmp(o, "--seed"))
+			t.seed = num(a);
+		else if (!strcmp(o, "--mr-len"))
+			t.ml = num(a);
+		else if (!strcmp(o, "--recv"))
+			t.rn = num(a);
+		else if (!strcmp(o, "--recv-len"))
+			t.rl = num(a);
+		else if (!strcmp(o, "--ird"))
+			t.ird = num(a);
+		else
+			usage();
+	}
+	if (!t.port || !t.ctl_port || !t.ml || t.ml % 8 || !t.rn || !t.rl)
+		usage();
+	if (ru_listen(&l, t.addr, t.port, 16)) {
+		fprintf(stderr, "fuzz_target: %s\n", ru_errmsg());
+		return 3;
+	}
+	t.ctx = l.id->verbs;
+	if (!t.ctx || setup_memory(&t)) {
+		fprintf(stderr, "fuzz_target: memory setup failed: %s\n",
+			strerror(errno));
+		return 3;
+	}
+	printf("target listening %s:%u seed=0x%" PRIx64 " mr_len=%zu\n",
+	       t.addr, t.port, t.seed, t.ml);
+	fflush(stdout);
+	ctl = ctl_accept(t.addr, t.ctl_port);
+	if (ctl < 0) {
+		fprintf(stderr, "fuzz_target: control: %s\n", strerror(errno));
+		return 3;
+	}
+	while (!ctl_line(ctl, line, sizeof(line))) {
+		char host[64], rev[8], p2p[8], rtr[32], crc[8];
+		unsigned long n;
+		unsigned int port;
+
+		if (!strcmp(line, "q"))
+			break;
+		if (sscanf(line, "a %lu", &n) == 1) {
+			one(&t, ctl, &l, n, NULL, 0);
+		} else if (sscanf(line, "c %lu %63s %u %7s %7s %31s %7s", &n,
+				  host, &port, rev, p2p, rtr, crc) == 7) {
+			set_param("mpa_rev", rev);
+			set_param("mpa_p2p", p2p);
+			set_param("mpa_rtr_offer", rtr);
+			set_param("mpa_crc", crc);
+			one(&t, ctl, NULL, n, host, port);
+		} else {
+			fprintf(stderr, "fuzz_target: bad control line '%s'\n",
+				line);
+			break;
+		}
+	}
+	printf("target done connections=%d bad=%d\n", t.nconn, t.nbad);
+	for (i = 0; i < NREG; i++)
+		ibv_dereg_mr(t.mr[i]);
+	ibv_dereg_mr(t.rmr);
+	ibv_dealloc_pd(t.pd);
+	ibv_dealloc_pd(t.pd2);
+	ru_listener_close(&l);
+	return t.nbad ? 1 : 0;
+}
