@@ -4,7 +4,7 @@
 
 TOP     := $(CURDIR)
 BUILD   := $(TOP)/build
-KVER    ?= $(shell ls -1d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | sort -V | tail -n 1)
+KVER    ?= $(shell ls -1d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | grep -v siwx-debug | sort -V | tail -n 1)
 KDIR    ?= /lib/modules/$(KVER)/build
 PREFIX  ?= /opt/siwx
 DESTDIR ?=

@@ -55,7 +55,7 @@ jobs=${SERIES_JOBS:-$(nproc)}
 force=${SERIES_FORCE:-0}
 
 if [ -z "${KDIR:-}" ]; then
-	kver=$(ls -1d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | sort -V | tail -n 1)
+	kver=$(ls -1d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | grep -v siwx-debug | sort -V | tail -n 1)
 	KDIR=/lib/modules/$kver/build
 fi
 

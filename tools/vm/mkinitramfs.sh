@@ -27,7 +27,7 @@ die() { echo "mkinitramfs: $*" >&2; exit "${RC:-1}"; }
 newest_kver() {
 	# Newest installed 6.12 kernel that has modules and an image.
 	# shellcheck disable=SC2012  # names are plain kernel versions
-	ls -d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | sort -V |
+	ls -d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | grep -v siwx-debug | sort -V |
 	while read -r k; do
 		[ -e "/boot/vmlinuz-$k" ] && echo "$k"
 	done | tail -n 1
