@@ -8,6 +8,24 @@ KVER    ?= $(shell ls -1d /lib/modules/6.12.* 2>/dev/null | sed 's|.*/||' | grep
 KDIR    ?= /lib/modules/$(KVER)/build
 PREFIX  ?= /opt/siwx
 DESTDIR ?=
+# SUITES: the suites `make check` runs (default: those selftests/run.sh runs)
+SUITES  ?=
+
+# KERNEL=debug: build and test against the siwx debug kernel (KASAN,
+# lockdep, kmemleak, fault injection, gcov; Documentation/debug-kernel.md),
+# which tools/debug-kernel/build.sh builds outside the repo and installs.
+# Everything goes to build/debug-kernel/ instead of build/, so the outputs
+# for Debian's kernel stay as they are. GCOV=1 builds siw.ko with gcov
+# profiling (the debug kernel only).
+KERNEL  ?=
+GCOV    ?=
+DEBUG_KERNEL := $(TOP)/tools/debug-kernel/build.sh
+ifeq ($(KERNEL),debug)
+BUILD   := $(TOP)/build/debug-kernel
+KVER    := $(shell $(DEBUG_KERNEL) --status 2>/dev/null && $(DEBUG_KERNEL) --kver 2>/dev/null)
+else ifneq ($(KERNEL),)
+$(error KERNEL=$(KERNEL): only KERNEL=debug is known)
+endif
 
 SIWX_VERSION := $(shell cat $(TOP)/VERSION)$(shell git -C $(TOP) describe --always --dirty --match none 2>/dev/null | sed 's/^/+g/')
 
@@ -23,13 +41,15 @@ DEPS    := $(TOP)/tools/deps.sh
 
 .PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo fuzz bench bench-ulp \
 	deb install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
-	help ktest
+	help ktest debug-kernel check-debug
 
 all: modules rdma-core selftests
 
 help:
 	@echo "make demo        boot test VMs, show siwx carrying RDMA traffic"
 	@echo "make check       build everything and run every test suite in VMs"
+	@echo "make check KERNEL=debug [SUITES=...] [GCOV=1]  the same on the debug kernel (KASAN, lockdep, ...)"
+	@echo "make debug-kernel build and install the debug kernel (cached; Documentation/debug-kernel.md)"
 	@echo "make deps        install the Debian packages siwx needs (idempotent)"
 	@echo "make modules     build build/siwx/siw.ko and build/upstream/siw.ko"
 	@echo "make rdma-core   build the patched rdma-core into build/rdma-core/prefix"
@@ -60,7 +80,9 @@ modules: siwx upstream rdma_cm
 
 siwx: stage
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(SIWX_SRC) W=1 SIWX_VERSION=$(SIWX_VERSION) modules
+	@test "$(GCOV)" != 1 || grep -q '^CONFIG_GCOV_KERNEL=y' $(KDIR)/.config || \
+		{ echo "GCOV=1: $(KVER) has no CONFIG_GCOV_KERNEL (use KERNEL=debug)"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(SIWX_SRC) W=1 SIWX_VERSION=$(SIWX_VERSION) SIWX_GCOV=$(GCOV) modules
 	@cp -p $(SIWX_SRC)/siw.ko $(BUILD)/siwx/siw.ko
 	@echo "  SIWX    $(BUILD)/siwx/siw.ko $$(/sbin/modinfo -F version $(BUILD)/siwx/siw.ko)"
 
@@ -94,6 +116,25 @@ selftests: rdma-core stage ktest
 	$(MAKE) -C $(TOP)/tools/ipcm O=$(BUILD)/tools/ipcm
 	$(MAKE) -C $(TOP)/tools/demo O=$(BUILD)/tools/demo RDMA_PREFIX=$(RDMA_PREFIX)
 
+# `make debug-kernel`: build (niced, long: Documentation/debug-kernel.md)
+# and install the debug kernel unless the cached build is installed already
+debug-kernel:
+	@$(DEBUG_KERNEL) >/dev/null
+
+ifeq ($(KERNEL),debug)
+# make check KERNEL=debug [SUITES='basic ...'] [GCOV=1]: the debug kernel
+# first (KVER is only known once it is installed: make calls itself), then
+# the modules and tests in build/debug-kernel and the suites on that kernel.
+# No series-check and no .deb: they do not depend on the kernel.
+check: debug-kernel
+	@$(MAKE) --no-print-directory check-debug KERNEL=debug
+
+check-debug: stage modules rdma-core selftests
+	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "debug kernel not installed (make debug-kernel)"; exit 1; }
+	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
+		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
+		$(TOP)/selftests/run.sh $(SUITES)
+else
 # The series check runs at nice 19 next to the VM tests (they leave a
 # third of the CPUs idle while guests wait); its log follows theirs.
 check: stage modules rdma-core selftests deb
@@ -103,10 +144,11 @@ check: stage modules rdma-core selftests deb
 	echo "series-check: running alongside, niced (log $$log)"; \
 	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
 		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
-		$(TOP)/selftests/run.sh; rc=$$?; \
+		$(TOP)/selftests/run.sh $(SUITES); rc=$$?; \
 	wait $$sc; src=$$?; cat $$log; \
 	echo "make check: selftests exit $$rc, series-check exit $$src"; \
 	[ $$rc = 0 ] && [ $$src = 0 ]
+endif
 
 # The long fuzzer run (suite fuzz with a large slice, one VM); make check
 # runs a short seeded slice. See Documentation/reliability.md.
