@@ -110,7 +110,8 @@ rpma: rdma-core
 	@$(TOP)/tools/build-rpma.sh $(BUILD)/rpma $(RDMA_PREFIX) $(BUILD)/rpma/prefix
 
 selftests: rdma-core stage ktest
-	$(MAKE) -C $(TOP)/selftests O=$(BUILD)/selftests RDMA_PREFIX=$(RDMA_PREFIX) KSFT_DIR=$(KSFT_DIR)
+	$(MAKE) -C $(TOP)/selftests O=$(BUILD)/selftests RDMA_PREFIX=$(RDMA_PREFIX) KSFT_DIR=$(KSFT_DIR) \
+		SIWX_UAPI=$(BUILD)/siwx/src/include/uapi
 	$(MAKE) -C $(TOP)/tools/mpa-peer O=$(BUILD)/tools/mpa-peer
 	$(MAKE) -C $(TOP)/tools/fuzz O=$(BUILD)/tools/fuzz
 	$(MAKE) -C $(TOP)/tools/ipcm O=$(BUILD)/tools/ipcm
@@ -132,7 +133,7 @@ check: debug-kernel
 check-debug: stage modules rdma-core selftests
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "debug kernel not installed (make debug-kernel)"; exit 1; }
 	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
-		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
+		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests SIWX_VM_KVER=$(KVER) \
 		$(TOP)/selftests/run.sh $(SUITES)
 else
 # The series check runs at nice 19 next to the VM tests (they leave a
