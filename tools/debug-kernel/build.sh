@@ -33,6 +33,8 @@
 #   --status       exit 0 if the current key is built and installed
 #   --uninstall    remove /boot/vmlinuz-<kver> and /lib/modules/<kver> of the
 #                  current key (the cached tree stays)
+#   --prune        remove the cached build trees of other keys and unpacked
+#                  sources no tree of the current key uses
 #
 # Environment: SIWX_DEBUG_KERNEL_TARBALL (default /usr/src/linux-source-6.12.tar.xz),
 # SIWX_DEBUG_KERNEL_CACHE (default /var/cache/siwx/debug-kernel),
@@ -63,6 +65,7 @@ case ${1:-} in
 --dir) MODE=dir ;;
 --status) MODE=status ;;
 --uninstall) MODE=uninstall ;;
+--prune) MODE=prune ;;
 -h|--help) sed -n '/^# tools\/debug-kernel/,/^# Exit status/s/^# \{0,1\}//p' "$0"; exit 0 ;;
 *) RC=2 die "unknown argument '$1' (see --help)" ;;
 esac
@@ -113,6 +116,15 @@ uninstall)
 	rm -rf "/lib/modules/$k" "/boot/vmlinuz-$k"
 	msg "removed /boot/vmlinuz-$k and /lib/modules/$k (the tree $OBJ stays)"
 	exit 0 ;;
+prune)
+	for d in "$CACHE"/*/; do
+		d=${d%/}
+		case $d in "$OBJ"|"$SRC") continue ;; esac
+		case ${d##*/} in src-*|[0-9a-f]*) ;; *) continue ;; esac
+		msg "removing $d"
+		rm -rf "$d"
+	done
+	exit 0 ;;
 esac
 
 if [ "$MODE" = build ] && installed; then
@@ -158,7 +170,7 @@ if [ ! -e "$OBJ/.configured" ]; then
 		"# CONFIG_"*" is not set") sym=${line#\# }; sym=${sym%% *}; want=$line ;;
 		*) continue ;;
 		esac
-		got=$(grep -E "^(# )?$sym[= ]" "$OBJ/.config" || true)
+		got=$(grep -E "^(# )?${sym}[= ]" "$OBJ/.config" || true)
 		if [ "$got" != "$want" ]; then
 			# "not set" is also fulfilled by a symbol that does not appear at all
 			case $want in "# "*) [ -z "$got" ] && continue ;; esac
@@ -197,7 +209,9 @@ if [ "$MODE" = noinstall ]; then
 fi
 
 # ---------------------------------------------------------------- install
-[ -w /boot ] && [ -w /lib/modules ] || RC=2 die "installing needs root (/boot, /lib/modules)"
+if ! [ -w /boot ] || ! [ -w /lib/modules ]; then
+	RC=2 die "installing needs root (/boot, /lib/modules)"
+fi
 msg "installing /boot/vmlinuz-$KVER and /lib/modules/$KVER"
 rm -rf "/lib/modules/$KVER"
 nice -n "$NICE" "${MK[@]}" INSTALL_MOD_PATH= modules_install >> "$LOG" 2>&1 ||
