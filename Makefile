@@ -152,7 +152,8 @@ check: stage modules rdma-core selftests deb
 endif
 
 # The long fuzzer run (suite fuzz with a large slice, one VM); make check
-# runs a short seeded slice. See Documentation/reliability.md.
+# runs a short seeded slice. See Documentation/reliability.md. With
+# KERNEL=debug on the debug kernel (make debug-kernel first).
 FUZZ_FRAMES ?= 1000000
 FUZZ_SEED   ?= 0x5eed0002
 fuzz: modules rdma-core selftests
@@ -160,6 +161,7 @@ fuzz: modules rdma-core selftests
 	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
 		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
 		SIWX_FUZZ_FRAMES=$(FUZZ_FRAMES) SIWX_FUZZ_SEED=$(FUZZ_SEED) \
+		$(if $(filter debug,$(KERNEL)),SIWX_VM_KVER=$(KVER)) \
 		SIWX_SUITE_TIMEOUT_fuzz=$${SIWX_SUITE_TIMEOUT_fuzz:-7200} \
 		$(TOP)/selftests/run.sh fuzz
 
