@@ -27,6 +27,9 @@
 #                      here), and the rest, lost to the reset siw's close
 #                      sends while the peer's frames are unread
 #   fuzz.target        fuzz_target ended with every verdict ok, exit 0
+#   fuzz.params_restored  siw's MPA module parameters, which the target
+#                      sets for the connections siw initiates, as they were
+#                      before the suite (the suites after it depend on them)
 #   fuzz.resources     siw0's rdma resources (PD, CQ, QP, MR, cm_id) back to
 #                      what they were before the suite
 #   fuzz.kernel_clean  no kernel problem (tools/vm/kernel-problems.sh) in
@@ -58,7 +61,7 @@ SEED=${SIWX_FUZZ_SEED:-0x5eed0001}
 mkdir -p "$OUT"
 
 mapfile -t REPLAYS < <(ls "${SIWX_FUZZ_REPLAYS:-$HERE/replays}"/*.fz 2>/dev/null)
-echo "1..$((5 + ${#REPLAYS[@]}))"
+echo "1..$((6 + ${#REPLAYS[@]}))"
 n=0 fails=0
 ok() { n=$((n + 1)); echo "ok $n fuzz.$1"; }
 notok() { n=$((n + 1)); echo "not ok $n fuzz.$1"; fails=$((fails + 1)); }
@@ -83,6 +86,19 @@ counters_delta() {
 }
 
 echo "fuzz: suite start" >/dev/kmsg
+# fuzz_target sets siw's MPA parameters for the connections it makes
+# (mpa_rev, mpa_p2p, mpa_rtr_offer, mpa_crc): the suites after this one
+# in the same boot get them back as they were
+PARAMS=/sys/module/siw/parameters
+SAVED=()
+for p in mpa_rev mpa_p2p mpa_rtr_offer mpa_crc; do
+	[ -w "$PARAMS/$p" ] && SAVED+=("$p=$(<"$PARAMS/$p")")
+done
+restore_params() {
+	local kv
+	for kv in "${SAVED[@]}"; do echo "${kv#*=}" >"$PARAMS/${kv%%=*}"; done
+}
+trap restore_params EXIT
 # siw's message of a Terminate it drops (siw_send_terminate())
 DYN=/sys/kernel/debug/dynamic_debug/control
 [ -e "$DYN" ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
@@ -176,6 +192,18 @@ else
 	echo "# fuzz_target exit $TRC"
 	grep -vE '^v [0-9]+ (ok|refused)' "$OUT/stream.target" | tail -n 12 | sed 's/^/#   /'
 	notok target
+fi
+
+restore_params
+bad=()
+for kv in "${SAVED[@]}"; do
+	[ "$(<"$PARAMS/${kv%%=*}")" = "${kv#*=}" ] || bad+=("${kv%%=*}")
+done
+if [ ${#bad[@]} = 0 ]; then
+	ok params_restored
+else
+	echo "# siw parameters not as before: ${bad[*]}"
+	notok params_restored
 fi
 
 res1=$(res)
