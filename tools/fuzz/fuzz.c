@@ -685,6 +685,27 @@ static void on_rx(const uint8_t *p, size_t len, const char *crcs)
 	}
 }
 
+/*
+ * One receive (flags: MSG_DONTWAIT or 0), parsed. Returns 0 when
+ * nothing was there; marks the stream closed (2: reset) at its end.
+ */
+static int rx_once(int flags)
+{
+	ssize_t r = recv(S.fd, S.rx + S.rxlen, sizeof(S.rx) - S.rxlen, flags);
+
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (r <= 0) {
+		S.closed = r < 0 ? 2 : 1;
+		return 0;
+	}
+	S.rxlen += r;
+	rx_parse(RX_UNTIL_NONE);
+	if (S.rxlen == sizeof(S.rx))	/* a bogus length: drop it */
+		S.rxlen = 0;
+	return 1;
+}
+
 /* read what is there (up to ms), parse it */
 static void pump(int ms)
 {
@@ -692,23 +713,22 @@ static void pump(int ms)
 	uint64_t end = now_ms() + ms;
 
 	while (!S.closed) {
-		ssize_t r;
 		int t = (int)(end > now_ms() ? end - now_ms() : 0);
 
 		if (poll(&pfd, 1, t) <= 0)
 			return;
-		r = recv(S.fd, S.rx + S.rxlen, sizeof(S.rx) - S.rxlen, 0);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r <= 0) {
-			S.closed = r < 0 ? 2 : 1;
-			return;
-		}
-		S.rxlen += r;
-		rx_parse(RX_UNTIL_NONE);
-		if (S.rxlen == sizeof(S.rx))	/* a bogus length: drop it */
-			S.rxlen = 0;
+		rx_once(0);
 	}
+}
+
+/*
+ * After a failed send: read what the peer sent before its reset (a
+ * Terminate, typically), which is still queued, without waiting.
+ */
+static void rx_rest(void)
+{
+	while (!S.closed && rx_once(MSG_DONTWAIT))
+		;
 }
 
 /*
@@ -744,6 +764,7 @@ static int send_queued(int split)
 			continue;
 		}
 		if (r < 0) {
+			rx_rest();
 			S.closed = 2;
 			break;
 		}
