@@ -151,7 +151,7 @@ tc read_req.term_echoes_msn "--access lw,rw" "" "term=0/1/0x02 rx:att_opcode=0x1
 tc read_req.wrong_qn "" "" "term=1/2/0x01 hdrs=MD" \
 	"read_req qn=0 sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr}"
 tc read_req.ird_exceeded "--ird 1 --ord 1" "--ird 1 --ord 1 --coalesce" \
-	"termbe=0/2/0x07 peer:^reply.*ird=1" \
+	"term=0/2/0x07 peer:^reply.*ird=1" \
 	"read_req sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr} repeat=8"
 # The responder's QP after a Terminate: in ERR, its receives flushed.
 # rx_path: refused on receipt; tx_path: refused while building the response.
@@ -196,7 +196,7 @@ tc atomic.cmpswap_no_remote_atomic "--access lw,rw,rr --set-u64 0=$V0" "" \
 tc atomic.other_pd "--pd2 --set-u64 0=$V0" "" \
 	"term=0/1/0x03 hdrs=MDR rx:att_opcode=0xa" "atomic $AT add=1"
 tc atomic.ird_exceeded "--ird 1 --ord 1 --set-u64 0=$V0" "--ird 1 --ord 1 --coalesce" \
-	"termbe=0/2/0x07 peer:^reply.*ird=1" "atomic $AT add=0 repeat=8"
+	"term=0/2/0x07 peer:^reply.*ird=1" "atomic $AT add=0 repeat=8"
 tc atomic.response_unsolicited "" "" "term=1/2/0x02 hdrs=MD" 'atomic_resp reqid=1 value=0'
 tc atomic.fetchadd "--set-u64 8=$V0 --expect-u64 8=$((V0 + 0x10101))" "" \
 	"noterm rx:opcode=0xb.atomic_resp.*qn=3.msn=1.*reqid=0x5eed.value=0x1122334455667788" \
@@ -352,7 +352,7 @@ tc flush.mo_nonzero "$FA" "" "term=$T_MO" "$FL size=8 $G mo=4"
 tc flush.not_last "$FA" "" "term=$T_MO" "$FL size=8 $G l=0"
 tc flush.with_payload "$FA" "" "term=$T_LONG" "$FL size=8 $G data=00112233"
 tc flush.ird_exceeded "$FA --ird 1 --ord 1" "--ird 1 --ord 1 --coalesce" \
-	"termbe=$T_STREAM peer:^reply.*ird=1" "$FL size=8 $G repeat=8"
+	"term=$T_STREAM peer:^reply.*ird=1" "$FL size=8 $G repeat=8"
 tc flush.response_unsolicited "" "" "term=$T_NOBUF hdrs=MD" 'flush_resp'
 
 # Atomic Write: valid (exactly the 8 bytes placed, as they came)
@@ -395,11 +395,11 @@ tc awrite.with_payload "" "" "term=$T_LONG" "$AW value=$W8 data=00112233"
 W8LE=0x8877665544332211		# --set-u64 is host order (x86: little-endian)
 tc awrite.ird_exceeded "--ird 1 --ord 1 --set-u64 64=$W8LE --expect-hex 64=$W8HEX" \
 	"--ird 1 --ord 1 --coalesce" \
-	"termbe=$T_STREAM peer:^reply.*ird=1" "$AW+64 value=$W8 repeat=8"
+	"term=$T_STREAM peer:^reply.*ird=1" "$AW+64 value=$W8 repeat=8"
 tc awrite.response_unsolicited "" "" "term=$T_NOBUF hdrs=MD" 'awrite_resp'
 # Read, atomic, Flush and Atomic Write Requests share the one IRD
 tc ird.shared_read_flush_awrite "$FA --ird 1 --ord 1 --set-u64 64=$W8LE --expect-hex 64=$W8HEX" \
-	"--ird 1 --ord 1 --coalesce" "termbe=$T_STREAM peer:^reply.*ird=1" \
+	"--ird 1 --ord 1 --coalesce" "term=$T_STREAM peer:^reply.*ird=1" \
 	"read_req sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr}" \
 	"$FL size=8 $G" "$AW+64 value=$W8" "atomic $AT add=0" "$FL size=8 $G" "$AW+64 value=$W8"
 
@@ -488,7 +488,7 @@ exec_case() {
 	read -r -a exps <<<"${EXPS[$i]}"
 	IFS=$'\x1f' read -r -a steps <<<"${STEPS[$i]}"
 	for e in "${exps[@]}"; do
-		case $e in term=*|termbe=*) rxms=2500 ;; esac
+		case $e in term=*) rxms=2500 ;; esac
 	done
 	# dmesg only (KERN_INFO stays off the quiet console): attribution
 	echo "<6>rawpeer: case $name port $port" >/dev/kmsg 2>/dev/null
@@ -535,7 +535,6 @@ run_case() {
 		noconn) noconn=1 ;;
 		recv-ok) recv_ok=1 ;;
 		term=*) want_term=${e#term=} ;;
-		termbe=*) want_term=${e#termbe=} ;;
 		esac
 	done
 
@@ -566,28 +565,6 @@ run_case() {
 		case $e in
 		term=any)
 			[ ${#TERMS[@]} = 1 ] || bad "expected one Terminate, got ${#TERMS[@]}"
-			;;
-		termbe=*)
-			# Best effort: siw sends no Terminate while a response
-			# is being transmitted (upstream behaviour, open). No
-			# Terminate is accepted only if the connection still
-			# ended with the responder's QP in error; a Terminate
-			# that does come must be the specified one.
-			if [ ${#TERMS[@]} = 0 ]; then
-				any S '^server end .*qp_err=1' ||
-					bad "no Terminate, and the responder's QP is not in error"
-				DIAG+=("no Terminate (best effort while a response is in transmission); QP in error")
-			elif [[ ${TERMS[0]} =~ \ layer=([0-9]+)\ etype=([0-9]+)\ code=(0x[0-9a-f]+)\  ]]; then
-				local BL BE BC
-				IFS=/ read -r BL BE BC <<<"${e#termbe=}"
-				if [ "${BASH_REMATCH[1]}" != "$BL" ] ||
-				   [ "${BASH_REMATCH[2]}" != "$BE" ] ||
-				   [ $((BASH_REMATCH[3])) != $((BC)) ]; then
-					bad "Terminate ${BASH_REMATCH[1]}/${BASH_REMATCH[2]}/${BASH_REMATCH[3]}, expected $BL/$BE/$BC"
-				fi
-			else
-				bad "Terminate not decoded"
-			fi
 			;;
 		term=*)
 			local L E C
