@@ -18,7 +18,8 @@
  *   - both ends are destroyed (MRs, QP, CQs, PD, cm_id).
  * Every completion must succeed. The first failure ends the run: the
  * cycle, the step and the reason are printed as "# " lines, exit 1.
- * Exit 0 after CYCLES good cycles, with a summary line.
+ * Exit 0 after CYCLES good cycles, with a summary line; a cycle that took
+ * 2 s or more is named with its time and when each of its steps ended.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -33,12 +34,33 @@
 		 IBV_ACCESS_REMOTE_READ)
 #define LEN	4096	/* the Send and the Write */
 #define ACK	64	/* the server's Send back */
+#define SLOW_MS	2000	/* a cycle this slow is named (under TCG: 10-100 ms) */
 
 static const char *step = "";
 
+/* the steps of the current cycle and when they ended, for a slow cycle */
+#define MAX_MARKS 48
+static struct { const char *what; uint64_t ms; } marks[MAX_MARKS];
+static int nmarks;
+static uint64_t cycle_t0;
+
+static void mark(const char *what)
+{
+	if (nmarks < MAX_MARKS)
+		marks[nmarks++] = (typeof(marks[0])){ what, ru_now_ms() - cycle_t0 };
+}
+
+/* rdma_util's steps inside ru_pair_open_on() (client and server) */
+static void on_step(struct ru_ep *e, const char *what, int rc, void *arg)
+{
+	mark(what);
+}
+
 #define TRY(expr) do {							\
 	step = #expr;							\
-	if ((rc = (expr)) != 0)						\
+	rc = (expr);							\
+	mark(#expr);							\
+	if (rc)								\
 		goto out;						\
 } while (0)
 
@@ -80,6 +102,9 @@ static int cycle(struct ru_listener *l, long n, uint64_t seed)
 	int rc;
 
 	ru_caps_default(&caps);
+	caps.on_step = on_step;
+	nmarks = 0;
+	cycle_t0 = ru_now_ms();
 	TRY(ru_pair_open_on(l, &c, &s, &caps, &caps));
 	TRY(on_dev(&c, ru_env("SIWX_DEV1", "siw1")));
 	TRY(on_dev(&s, ru_env("SIWX_DEV0", "siw0")));
@@ -162,7 +187,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < n; i++) {
+		uint64_t c0 = ru_now_ms();
+
 		rc = cycle(&l, first + i, seed + 4 * (uint64_t)(first + i));
+		if (ru_now_ms() - c0 >= SLOW_MS) {
+			int k;
+
+			printf("# cycle %ld took %llu ms; its steps ended at:\n",
+			       first + i, (unsigned long long)(ru_now_ms() - c0));
+			for (k = 0; k < nmarks; k++)
+				printf("#   %6llu ms %.60s\n",
+				       (unsigned long long)marks[k].ms,
+				       marks[k].what);
+		}
 		if (rc) {
 			printf("# cycle %ld failed after %ld good ones: %s -> %d: %s\n",
 			       first + i, i, step, rc, ru_errmsg());

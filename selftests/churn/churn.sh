@@ -11,9 +11,10 @@
 #
 # Environment: SIWX_MODULE, SIWX_RESULTS, RDMA_PREFIX, SELFTEST_DIR (the
 # churn program: $SELFTEST_DIR/bin/churn), SIWX_CHURN_CONNS (500),
-# SIWX_CHURN_LOADS (30), SIWX_CHURN_SLAB_PER_CONN, SIWX_CHURN_SLAB_PER_LOAD
-# (the guest's bounds), SIWX_CHURN_TIMEOUT (the VM's limit; default from
-# the cycle counts), SIWX_VM_KVER (the guest kernel; tools/vm/run).
+# SIWX_CHURN_LOADS (30), SIWX_CHURN_SLAB_PER_CONN, SIWX_CHURN_SLAB_PER_LOAD,
+# SIWX_CHURN_SLAB_SLACK (the guest's bounds), SIWX_CHURN_TIMEOUT (the VM's
+# limit; default from the cycle counts), SIWX_VM_KVER (the guest kernel;
+# tools/vm/run).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
@@ -30,6 +31,7 @@ case ${SIWX_VM_KVER:-} in *siwx-debug*) LIMIT=$((LIMIT * 5)) ;; esac
 ENV="SIWX_CHURN_CONNS=$CONNS SIWX_CHURN_LOADS=$LOADS"
 [ -z "${SIWX_CHURN_SLAB_PER_CONN:-}" ] || ENV="$ENV SIWX_CHURN_SLAB_PER_CONN=$SIWX_CHURN_SLAB_PER_CONN"
 [ -z "${SIWX_CHURN_SLAB_PER_LOAD:-}" ] || ENV="$ENV SIWX_CHURN_SLAB_PER_LOAD=$SIWX_CHURN_SLAB_PER_LOAD"
+[ -z "${SIWX_CHURN_SLAB_SLACK:-}" ] || ENV="$ENV SIWX_CHURN_SLAB_SLACK=$SIWX_CHURN_SLAB_SLACK"
 # shellcheck source=../lib/own_vm.sh
 . "$HERE/../lib/own_vm.sh"
 own_vm_suite churn 12 "${SIWX_CHURN_TIMEOUT:-$LIMIT}" \

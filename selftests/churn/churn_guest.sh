@@ -32,34 +32,39 @@
 #
 # The slab criterion. "Slab" is SUnreclaim of /proc/meminfo after
 # shrinking every SLUB cache (/sys/kernel/slab/*/shrink gives the empty
-# slabs of the per-CPU partial lists back), less two caches whose growth is
-# the kernel's design, not a leak: tw_sock_TCP (a closed TCP connection
-# waits 60 s in TIME_WAIT) and vmap_area (a vfree()d area's bookkeeping
-# stays until the lazy purge, after about 64 MiB of freed areas; siw's
-# queues are vmalloc()ed). What vmalloc really holds, VmallocUsed, is
+# slabs of the per-CPU partial lists back), less the slabs of caches whose
+# growth is the kernel's design, not a leak: tw_sock_TCP (a closed TCP
+# connection waits 60 s in TIME_WAIT), vmap_area (a vfree()d area's
+# bookkeeping stays until the lazy purge, after about 64 MiB of freed
+# areas; siw's queues are vmalloc()ed) and, on the debug kernel, the
+# per-object metadata of kmemleak and debugobjects (kmemleak_object,
+# kmemleak_scan_area, debug_objects_cache), which follow the objects they
+# track, vmap_area's among them. What vmalloc really holds, VmallocUsed, is
 # checked on its own. The first measurement is after a warm-up (the first
 # WARM connection cycles; the first load cycle), which fills the caches;
 # the last one, of the connections, once no TIME_WAIT socket is left (at
 # most 90 s: they hold a struct pid each, and objects freed through RCU in
 # batches, kmalloc-192, come back within seconds), and of the module
 # cycles 10 s after the last (their few TIME_WAIT sockets are excluded).
-# The growth from the first to the last, per cycle, must stay below
-# SIWX_CHURN_SLAB_PER_CONN (default 1024 bytes) for connections and
-# SIWX_CHURN_SLAB_PER_LOAD (default 8192) for module loads, and VmallocUsed
-# below a page per cycle. One connection holds much more unreclaimable
+# The growth from the first to the last must stay below
+# SIWX_CHURN_SLAB_PER_CONN (default 1024 bytes) a connection cycle or
+# SIWX_CHURN_SLAB_PER_LOAD (default 8192) a load cycle, plus
+# SIWX_CHURN_SLAB_SLACK (256 KiB) for the slab's granularity, and VmallocUsed
+# below a page a cycle plus 128 KiB (runs measured 0-57 KiB). One connection holds much more unreclaimable
 # slab while it lives (two TCP sockets of about 2.4 KiB each, two siw QPs
 # and CEPs, CQs, PDs, MRs, two rdma_cm ids and their ucma contexts) and
 # one siw device much more than 8 KiB (its ib_device, ports, counters,
 # sysfs nodes), so leaking any of these in every cycle exceeds the bound,
 # while the slab's granularity (a new slab of a cache counts whole while a
-# CPU allocates from it: 32 KiB each for some) does not once spread over
-# hundreds of connection cycles or tens of load cycles. Smaller leaks per
+# CPU allocates from it: 32 KiB for some; runs measured 90-260 KiB of such
+# noise whatever the cycle count) stays within the slack. Smaller leaks per
 # cycle are kmemleak's (debug kernel). The caches that grew most are
 # printed, and any that grew by half an object per cycle or more (and
 # more than a slab per CPU).
 #
 # Environment: RDMA_PREFIX, CHURN (the program), SIWX_CHURN_CONNS (500),
-# SIWX_CHURN_LOADS (30), SIWX_CHURN_SLAB_PER_CONN, SIWX_CHURN_SLAB_PER_LOAD;
+# SIWX_CHURN_LOADS (30), SIWX_CHURN_SLAB_PER_CONN, SIWX_CHURN_SLAB_PER_LOAD,
+# SIWX_CHURN_SLAB_SLACK;
 # from the boot: SIWX_MODULE, SIWX_NETNS1, SIWX_RESULTS.
 
 set -u
@@ -70,6 +75,7 @@ CONNS=${SIWX_CHURN_CONNS:-500}
 LOADS=${SIWX_CHURN_LOADS:-30}
 PER_CONN=${SIWX_CHURN_SLAB_PER_CONN:-1024}
 PER_LOAD=${SIWX_CHURN_SLAB_PER_LOAD:-8192}
+SLACK=${SIWX_CHURN_SLAB_SLACK:-262144}
 OUT=${SIWX_RESULTS:-/tmp}
 LOG=$OUT/churn.log
 NS=${SIWX_NETNS1:-}
@@ -80,6 +86,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 MARGS=()
 [ ! -r "$OUT/module-args" ] || read -r -a MARGS < "$OUT/module-args"
 NCPU=$(nproc)
+PAGE=$(getconf PAGESIZE)
 KMEMLEAK=/sys/kernel/debug/kmemleak
 [ -w "$KMEMLEAK" ] || KMEMLEAK=
 
@@ -92,10 +99,12 @@ run() { echo "+ $*" >> "$LOG"; "$@" >> "$LOG" 2>&1; }
 nsx() { if [ -n "$NS" ]; then ip netns exec "$NS" "$@"; else "$@"; fi; }
 
 # slab NAME: shrink every cache, save /proc/slabinfo as OUT/slabinfo.NAME
-# and set SLAB (bytes: SUnreclaim without tw_sock_TCP and vmap_area), TW
-# (tw_sock_TCP objects) and VMALLOC (VmallocUsed, bytes)
+# and set SLAB (bytes: SUnreclaim less the slabs of EXCLUDED), TW
+# (tw_sock_TCP objects), VMALLOC (VmallocUsed, bytes) and ODEBUG (the debug
+# kernel's debugobjects pool_used and pool_free, else empty)
+EXCLUDED=" tw_sock_TCP vmap_area kmemleak_object kmemleak_scan_area debug_objects_cache "
 slab() {
-	local f k v ex=0 name act sz
+	local f k v ex=0 name act pps nslabs
 	for f in /sys/kernel/slab/*/shrink; do echo 1 > "$f"; done 2>/dev/null
 	while read -r k v _; do
 		case $k in
@@ -104,14 +113,22 @@ slab() {
 		esac
 	done < /proc/meminfo
 	TW=0
-	while read -r name act _ sz _; do
-		case $name in
-		tw_sock_TCP) TW=$act ex=$((ex + act * sz)) ;;
-		vmap_area) ex=$((ex + act * sz)) ;;
-		esac
+	# name active_objs num_objs objsize objperslab pagesperslab : tunables
+	# limit batchcount sharedfactor : slabdata active_slabs num_slabs ...
+	while read -r name act _ _ _ pps _ _ _ _ _ _ _ nslabs _; do
+		[ "$name" != tw_sock_TCP ] || TW=$act
+		[[ $EXCLUDED != *" $name "* ]] || ex=$((ex + nslabs * pps * PAGE))
 	done < /proc/slabinfo
 	SLAB=$((SLAB - ex))
 	cat /proc/slabinfo > "$OUT/slabinfo.$1"
+	# debug kernel: what debugobjects tracks (pool_used) and keeps free
+	ODEBUG=""
+	if [ -r /sys/kernel/debug/debug_objects/stats ]; then
+		# "pool_used     :1234"
+		while IFS=' :' read -r k v; do
+			case $k in pool_used|pool_free) ODEBUG="$ODEBUG $k $v" ;; esac
+		done < /sys/kernel/debug/debug_objects/stats
+	fi
 }
 
 # tw_gone: wait until no TCP socket is in TIME_WAIT in either namespace
@@ -130,9 +147,9 @@ tw_gone() {
 # grew by CYCLES / 2 objects or more and by more than a slab per CPU (a
 # CPU's current slab counts whole), as "# " lines
 slab_top() {
-	awk -v half="$(($3 / 2))" -v ncpu="$NCPU" '
+	awk -v half="$(($3 / 2))" -v ncpu="$NCPU" -v excl="$EXCLUDED" '
 	     NR == FNR { if ($1 !~ /^#|^slabinfo/) a[$1] = $2; next }
-	     $1 !~ /^#|^slabinfo/ { d = $2 - a[$1]; if (d) printf "%d %s %d %s\n", d * $4, $1, d, (d >= half && d > ncpu * $5 && $1 != "vmap_area" && $1 != "tw_sock_TCP") ? "half" : "" }' \
+	     $1 !~ /^#|^slabinfo/ { d = $2 - a[$1]; if (d) printf "%d %s %d %s\n", d * $4, $1, d, (d >= half && d > ncpu * $5 && index(excl, " " $1 " ") == 0) ? "half" : "" }' \
 		"$OUT/slabinfo.$1" "$OUT/slabinfo.$2" | sort -rn |
 		awk '{ if (NR <= 5 || $4 == "half") printf "#   %s: %+d objects, %+d bytes%s\n", $2, $3, $1, $4 == "half" ? " (half an object per cycle or more)" : "" }'
 }
@@ -216,23 +233,23 @@ stable() {
 	sa=SLAB_$a sb=SLAB_$b va=VM_$a vb=VM_$b ta=TW_$a tb=TW_$b
 	[ "$cyc" -ge 1 ] || cyc=1
 	g=$((${!sb} - ${!sa}))
-	say "$what: unreclaimable slab (less tw_sock_TCP and vmap_area) $a ${!sa}, $b ${!sb} bytes: $g over $cyc cycles, $((g / cyc)) a cycle (bound $bound); TIME_WAIT sockets ${!ta} and ${!tb}"
+	say "$what: unreclaimable slab (less the slabs of$EXCLUDED) $a ${!sa}, $b ${!sb} bytes: $g over $cyc cycles, $((g / cyc)) a cycle; bound $bound a cycle + $SLACK: $((bound * cyc + SLACK)); TIME_WAIT sockets ${!ta} and ${!tb}"
 	slab_top "$a" "$b" "$cyc"
 	if [ -n "$r" ]; then
 		nok "${what}_slab_stable" "the cycles failed"
-	elif [ $((g / cyc)) -lt "$bound" ]; then
+	elif [ "$g" -lt $((bound * cyc + SLACK)) ]; then
 		ok "${what}_slab_stable"
 	else
-		nok "${what}_slab_stable" "$((g / cyc)) bytes a cycle, bound $bound"
+		nok "${what}_slab_stable" "$g bytes over $cyc cycles, bound $bound a cycle + $SLACK"
 	fi
 	g=$((${!vb} - ${!va}))
-	say "$what: VmallocUsed $a ${!va}, $b ${!vb} bytes: $g over $cyc cycles, $((g / cyc)) a cycle (bound 4096)"
+	say "$what: VmallocUsed $a ${!va}, $b ${!vb} bytes: $g over $cyc cycles, $((g / cyc)) a cycle; bound a page a cycle + 128 KiB: $((PAGE * cyc + 131072))"
 	if [ -n "$r" ]; then
 		nok "${what}_vmalloc_stable" "the cycles failed"
-	elif [ $((g / cyc)) -lt 4096 ]; then
+	elif [ "$g" -lt $((PAGE * cyc + 131072)) ]; then
 		ok "${what}_vmalloc_stable"
 	else
-		nok "${what}_vmalloc_stable" "$((g / cyc)) bytes a cycle, bound 4096"
+		nok "${what}_vmalloc_stable" "$g bytes over $cyc cycles, bound a page a cycle + 128 KiB"
 	fi
 }
 # measure NAME: slab NAME, its figures kept as SLAB_NAME, VM_NAME, TW_NAME
@@ -241,6 +258,7 @@ measure() {
 	printf -v "SLAB_$1" %s "$SLAB"
 	printf -v "VM_$1" %s "$VMALLOC"
 	printf -v "TW_$1" %s "$TW"
+	[ -z "$ODEBUG" ] || say "$1: debugobjects:$ODEBUG"
 }
 
 echo "TAP version 13"
