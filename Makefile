@@ -39,7 +39,7 @@ KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
 DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
-.PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo fuzz bench bench-ulp \
+.PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo fuzz churn bench bench-ulp \
 	deb install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
 	help ktest debug-kernel check-debug
 
@@ -59,6 +59,7 @@ help:
 	@echo "make series-check build siw.ko and checkpatch --strict after every kernel patch"
 	@echo "make upstream-series the series with our files folded in (build/upstream-series/out), checked"
 	@echo "make fuzz        the receive-path fuzzer: 1,000,000 frames against one boot (FUZZ_FRAMES, FUZZ_SEED)"
+	@echo "make churn       1,000 connect/disconnect and 100 module load cycles in one VM (CHURN_CONNS, CHURN_LOADS)"
 	@echo "make bench       siwx vs upstream siw, rxe and raw TCP, then make bench-ulp (BENCH=quick|full)"
 	@echo "make bench-ulp   NVMe-oF and NFS over siwx vs upstream siw, rxe and their TCP transports"
 	@echo "make deb         build/deb/out: siwx-dkms and siwx-rdma-core .deb (Documentation/install.md)"
@@ -164,6 +165,21 @@ fuzz: modules rdma-core selftests
 		$(if $(filter debug,$(KERNEL)),SIWX_VM_KVER=$(KVER)) \
 		SIWX_SUITE_TIMEOUT_fuzz=$${SIWX_SUITE_TIMEOUT_fuzz:-7200} \
 		$(TOP)/selftests/run.sh fuzz
+
+# The long churn run (suite churn with 1,000 connection and 100 module
+# load cycles, one VM); make check runs 500 and 30. See
+# Documentation/testing.md. With KERNEL=debug on the debug kernel (make
+# debug-kernel first), which adds kmemleak's verdicts.
+CHURN_CONNS ?= 1000
+CHURN_LOADS ?= 100
+churn: modules rdma-core selftests
+	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
+	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
+		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
+		SIWX_CHURN_CONNS=$(CHURN_CONNS) SIWX_CHURN_LOADS=$(CHURN_LOADS) \
+		$(if $(filter debug,$(KERNEL)),SIWX_VM_KVER=$(KVER)) \
+		SIWX_SUITE_TIMEOUT_churn=$${SIWX_SUITE_TIMEOUT_churn:-7200} \
+		$(TOP)/selftests/run.sh churn
 
 demo: modules rdma-core selftests
 	@KVER=$(KVER) RDMA_PREFIX=$(RDMA_PREFIX) $(TOP)/tools/demo/run.sh
