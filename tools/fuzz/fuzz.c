@@ -193,6 +193,21 @@ static void hexrand(char *dst, size_t n)
 	dst[2 * n] = 0;
 }
 
+/*
+ * Whether a step sends a Terminate of ours, which siw must not answer
+ * with one of its own: "term", or an "untagged" segment with opcode 7 on
+ * queue 2 (it gets that queue's next MSN and offset 0: a valid one).
+ */
+static int ours_terminate(const char *text)
+{
+	unsigned int op, qn;
+
+	if (!strncmp(text, "term ", 5))
+		return 1;
+	return sscanf(text, "untagged opcode=%u qn=%u", &op, &qn) == 2 &&
+	       op == SIWX_RDMAP_OP_TERMINATE && qn == SIWX_DDP_QN_TERMINATE;
+}
+
 static void push(struct stream *s, const char *text, int frames, int breaks,
 		 int req, int ends, const char *mut)
 {
@@ -225,7 +240,7 @@ static void gpush(struct stream *s, struct gen *g, int breaks,
 		if (!strcmp(g->kv[i].k, "repeat"))
 			frames = atoi(g->kv[i].v);
 	}
-	push(s, buf, frames, breaks, g->req, !strcmp(g->cmd, "term"), mut);
+	push(s, buf, frames, breaks, g->req, ours_terminate(buf), mut);
 }
 
 /* an offset of len bytes inside a region */
@@ -518,7 +533,7 @@ static const char *wild(struct stream *s, const struct lens *L)
 		hexrand(data, rn(96));
 		snprintf(buf, sizeof(buf), "untagged opcode=%u qn=%u hdr=%s%s%s",
 			 rn(32), rn(5), hdr, *data ? " data=" : "", data);
-		push(s, buf, 1, 0, 0, 0, "untagged_any");
+		push(s, buf, 1, 0, 0, ours_terminate(buf), "untagged_any");
 		return "untagged_any";
 	case 1:
 		hexrand(hdr, rn(64));
@@ -1171,8 +1186,7 @@ static int read_replay(const char *path, struct stream *s)
 			push(s, t, strcmp(t, "@drain") ? (rep ? atoi(rep + 8) : 1) : 0,
 			     brk, !strncmp(t, "read_req ", 9) ||
 			     !strncmp(t, "atomic ", 7) || !strncmp(t, "flush ", 6) ||
-			     !strncmp(t, "awrite ", 7), !strncmp(t, "term ", 5),
-			     mut);
+			     !strncmp(t, "awrite ", 7), ours_terminate(t), mut);
 		}
 	}
 	fclose(f);
