@@ -136,6 +136,14 @@ tc rdmap.version_2 "" "" "term=0/2/0x05" 'send data=00 rv=2'
 tc ddp.version_0_untagged "" "" "term=1/2/0x06" 'send data=00 dv=0'
 tc ddp.version_0_tagged "" "" "term=1/1/0x04" "write $AT data=00 dv=0"
 tc mpa.bad_crc "" "--crc" "term=2/0/0x02" 'send data=00 crc=bad'
+# With MPA CRC an FPDU is placed only once its CRC checked out (patch
+# 0032): a corrupted RDMA Write leaves the target as it was (upstream siw
+# places the payload first and finds the CRC error at the end), and of a
+# Write in two segments only the good first one is placed.
+tc mpa.bad_crc_write_not_placed "" "--crc" "term=2/0/0x02" \
+	"write $AT data=a1b2c3d4e5f60718 crc=bad"
+tc mpa.bad_crc_second_segment_not_placed "--expect-hex 0=a1a2a3a4" "--crc" "term=2/0/0x02" \
+	"write $AT data=a1a2a3a4 l=0" "write stag=\${rkey} to=\${addr}+4 data=b1b2b3b4 crc=bad"
 tc mpa.short_len.send "" "" "term=2/0/0x03" 'send data=0011223344556677 mpalen=4'
 tc mpa.short_len.read_req "" "" "term=2/0/0x03" \
 	"read_req sink_stag=1 sink_to=0 size=8 src_stag=\${rkey} src_to=\${addr} mpalen=18"
