@@ -27,6 +27,6 @@ ENV="SIWX_FAULTS_SECS=$SECS"
 [ -z "${SIWX_FAULTS_BOUND:-}" ] || ENV="$ENV SIWX_FAULTS_BOUND=$SIWX_FAULTS_BOUND"
 # shellcheck source=selftests/lib/own_vm.sh
 . "$HERE/../lib/own_vm.sh"
-own_vm_suite faults 13 "${SIWX_FAULTS_TIMEOUT:-$LIMIT}" \
+own_vm_suite faults 14 "${SIWX_FAULTS_TIMEOUT:-$LIMIT}" \
 	"RDMA_PREFIX=$PREFIX FT=$BIN $ENV bash $HERE/faults_guest.sh > \$SIWX_RESULTS/faults.tap" \
 	--netns --share "$PREFIX" --share "$(dirname "$BIN")"

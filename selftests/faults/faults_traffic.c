@@ -19,9 +19,10 @@
  *
  * The client (-c) keeps WINDOW work requests outstanding, all signaled,
  * all posted through ibv_qp_ex, cycling through:
- *   Send, Send with immediate (consume a receive; payload and immediate
- *     carry the connection's message number, checked by the server in
- *     arrival order: every one must arrive, in order, with its pattern);
+ *   Send (consumes a receive; the payload carries the connection's
+ *     message number, checked by the server in arrival order: every one
+ *     must arrive, in order, with its pattern; siw refuses Send with
+ *     immediate, EOPNOTSUPP, suite imm);
  *   RDMA Write of a Write slot, then an RDMA Read of it (compared);
  *   RDMA Write, RDMA Flush (global, range) of it, RDMA Read (compared);
  *   Write with immediate to the slot of its message number (the server
@@ -229,6 +230,7 @@ struct srv {
 	int flush_ok;
 	/* totals */
 	long conns, msgs, verify_errors, placed_corrupt, unflushed, errors;
+	long late_posted, late_unflushed;
 	uint64_t max_flush_ms;
 };
 
@@ -323,6 +325,38 @@ static int srv_check_msg(struct srv *S, const struct ibv_wc *wc, uint32_t sn)
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * A receive posted to the QP once it is in the error state (every earlier
+ * receive flushed): it must complete with "flushed" too (IB spec: a WR
+ * posted to a QP in Error completes with a flush error). Counted in
+ * late_posted / late_unflushed.
+ */
+static void late_recv(struct srv *S, struct ru_ep *e)
+{
+	struct ibv_wc wc;
+	int st = ru_wait_qp_state(e->qp, IBV_QPS_ERR, 2000), rc;
+
+	if (st) {
+		printf("# server: QP in state %s, not ERR, after the connection ended\n",
+		       ru_qp_state_str(ru_qp_state(e->qp)));
+		return;
+	}
+	S->late_posted++;
+	rc = ru_post_recv(e, &S->rx, 0, MAXMSG, 999);
+	if (rc) {
+		printf("# server: a receive posted in ERR refused: %s\n", ru_errmsg());
+		return;
+	}
+	rc = ru_poll(e->rcq, &wc, 2000);
+	if (rc != 1) {
+		S->late_unflushed++;
+		printf("# server: a receive posted to the QP in ERR never completed (2000 ms)\n");
+	} else if (wc.status == IBV_WC_SUCCESS) {
+		printf("# server: a receive posted to the QP in ERR completed successfully\n");
+		S->late_unflushed++;
+	}
 }
 
 static int server(const char *addr, uint16_t port, long maxconns,
@@ -434,6 +468,8 @@ static int server(const char *addr, uint16_t port, long maxconns,
 		ru_ep_pump_events(&e);
 		if (!e.disconnected)
 			ru_ep_disconnect(&e);
+		if (!outstanding)
+			late_recv(&S, &e);
 		ru_ep_close(&e);
 		bad = check_area(S.mem + OFF_W, NWSLOT, WSLOT, 0, "Write area") +
 		      check_area(S.mem + OFF_I, NCRED, ISLOT, SL_IMM(0),
@@ -456,19 +492,21 @@ static int server(const char *addr, uint16_t port, long maxconns,
 	}
 	ru_listener_close(&l);
 	printf("RESULT role=server conns=%ld msgs=%ld verify_errors=%ld "
-	       "placed_corrupt=%ld unflushed=%ld max_flush_ms=%llu\n",
+	       "placed_corrupt=%ld unflushed=%ld max_flush_ms=%llu "
+	       "late_posted=%ld late_unflushed=%ld\n",
 	       S.conns, S.msgs, S.verify_errors, S.placed_corrupt, S.unflushed,
-	       (unsigned long long)S.max_flush_ms);
+	       (unsigned long long)S.max_flush_ms, S.late_posted,
+	       S.late_unflushed);
 	free(S.mem);
 	return S.verify_errors || S.placed_corrupt || S.unflushed ? 1 : 0;
 }
 
 /* ---- client --------------------------------------------------------- */
 
-enum kind { K_SEND, K_SENDIMM, K_WRITE, K_WRITEIMM, K_READ, K_FLUSH,
+enum kind { K_SEND, K_WRITE, K_WRITEIMM, K_READ, K_FLUSH,
 	    K_FA, K_CS, K_AW, K_CRED, NKIND };
 static const char *const kname[NKIND] = {
-	"send", "send_imm", "write", "write_imm", "read", "flush",
+	"send", "write", "write_imm", "read", "flush",
 	"fetch_add", "cmp_swap", "atomic_write", "credit_read" };
 
 struct rec {			/* an outstanding WR */
@@ -544,10 +582,6 @@ static int post_one(struct cli *C, int r, enum kind k, uint64_t a,
 		ibv_wr_send(q);
 		ibv_wr_set_sge(q, lkey, la, len);
 		break;
-	case K_SENDIMM:
-		ibv_wr_send_imm(q, htonl((uint32_t)a));
-		ibv_wr_set_sge(q, lkey, la, len);
-		break;
 	case K_WRITE:
 		ibv_wr_rdma_write(q, rkey, raddr(C, roff));
 		ibv_wr_set_sge(q, lkey, la, len);
@@ -581,8 +615,10 @@ static int post_one(struct cli *C, int r, enum kind k, uint64_t a,
 	}
 	rc = ibv_wr_complete(q);
 	rc = rc < 0 ? -rc : rc;
-	if (rc)
+	if (rc) {
+		printf("# client: posting %s failed: %s\n", kname[k], strerror(rc));
 		return rc;
+	}
 	C->rec[r].used = 1;
 	C->rec[r].kind = k;
 	C->nout++;
@@ -617,13 +653,13 @@ static int post_group(struct cli *C, int window)
 	C->step++;
 	switch (g) {
 	case 0:		/* Send */
-	case 1:		/* Send with immediate */
+	case 1:		/* Send (siw has no Send with immediate) */
 		r = free_rec(C);
 		seq = ++C->sn;
 		len = 8 * (1 + ru_rand(&C->rng, MAXMSG / 8));
 		pfill(lbuf(C, r), len, seq, SL_SEND);
 		memset(&C->rec[r], 0, sizeof(C->rec[r]));
-		rc = post_one(C, r, g ? K_SENDIMM : K_SEND, seq, 0, 0, len);
+		rc = post_one(C, r, K_SEND, seq, 0, 0, len);
 		C->bytes += len;
 		return rc ? -rc : 1;
 	case 3:		/* Write with immediate */
@@ -831,7 +867,8 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 		  int window, int reconnect, long retry_ms, int keep)
 {
 	struct cli C = { 0 };
-	uint64_t t_start = ru_now_ms(), t_end = t_start + 1000ull * secs;
+	/* the time counts from the first connection (a boot's first takes seconds) */
+	uint64_t t_start = ru_now_ms(), t_end = UINT64_MAX;
 	long conns = 0;
 	int rc = 0, fatal = 0;
 
@@ -852,8 +889,7 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 		caps.max_send_wr = MAXWIN + 8;
 		caps.initiator_depth = 16;
 		caps.responder_resources = 16;
-		caps.send_ops = FL_SEND_OPS | IBV_QP_EX_WITH_SEND_WITH_IMM |
-				IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+		caps.send_ops = FL_SEND_OPS | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 		caps.on_qp = cli_on_qp;
 		caps.on_qp_arg = &C;
 		caps.on_close = cli_on_close;
@@ -868,6 +904,8 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 			break;
 		}
 		conns++;
+		if (t_end == UINT64_MAX)
+			t_end = ru_now_ms() + 1000ull * secs;
 		memcpy(&C.in, C.e.peer.data, sizeof(C.in));
 		if (C.e.peer.len < sizeof(C.in) || C.in.magic != INFO_MAGIC) {
 			printf("# client: no server info in the accept\n");
