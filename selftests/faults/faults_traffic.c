@@ -110,6 +110,7 @@ struct info {			/* the accept's private data */
 	uint32_t rkey;
 	uint64_t addr;
 	uint64_t flush_ok;	/* the device has Flush and Atomic Write */
+	uint64_t instance;	/* the server run's (its memory's) random id */
 };
 #define INFO_MAGIC	0x66617531u
 
@@ -228,6 +229,7 @@ struct srv {
 	struct ibv_mr *mr;
 	struct ru_buf rx;		/* NCRED receives of MAXMSG */
 	int flush_ok;
+	uint64_t instance;
 	/* totals */
 	long conns, msgs, verify_errors, placed_corrupt, unflushed, errors;
 	long late_posted, late_unflushed;
@@ -259,6 +261,7 @@ static int srv_on_qp(struct ru_ep *e, void *arg)
 	in.rkey = S->mr->rkey;
 	in.addr = (uintptr_t)S->mem;
 	in.flush_ok = S->flush_ok;
+	in.instance = S->instance;
 	memcpy(e->pdata, &in, sizeof(in));
 	return 0;
 }
@@ -367,6 +370,7 @@ static int server(const char *addr, uint16_t port, long maxconns,
 	uint64_t t_end = secs ? ru_now_ms() + 1000ull * secs : 0;
 	int rc;
 
+	S.instance = (ru_random_seed() ^ ru_now_ms() ^ (uint64_t)getpid() << 32) | 1;
 	if (posix_memalign((void **)&S.mem, 4096, MEMLEN))
 		return 1;
 	memset(S.mem, 0, MEMLEN);
@@ -535,6 +539,7 @@ struct cli {
 	uint64_t counter;	/* the model of the counter */
 	uint64_t cand[2 * MAXWIN + 1];	/* after an error: what it may be */
 	int ncand;
+	uint64_t instance;	/* the server's the candidates are of */
 	int wbusy[NWSLOT];
 	uint64_t rng;
 	int step;
@@ -873,7 +878,6 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 	int rc = 0, fatal = 0;
 
 	C.rng = ru_random_seed();
-	C.ncand = 1;		/* the counter starts at 0 */
 	if (window > MAXWIN - 4)
 		window = MAXWIN - 4;
 	while (!stop && ru_now_ms() < t_end && !fatal) {
@@ -912,6 +916,14 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 			ru_ep_close(&C.e);
 			fatal = 1;
 			break;
+		}
+		if (C.in.instance != C.instance) {
+			/* a server run of its own memory: the counter is 0 */
+			if (C.instance)
+				printf("# client: a new server run: its counter starts at 0\n");
+			C.instance = C.in.instance;
+			C.ncand = 1;
+			C.cand[0] = 0;
 		}
 		C.sn = 0;
 		C.credit = 0;
