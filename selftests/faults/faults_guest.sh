@@ -140,7 +140,7 @@ traffic_end() {
 }
 # show: the client's and the server's RESULT and diagnostics, as "# "
 show() {
-	grep -h '^# .*\(error\|verify\|placed_corrupt\|not flushed\|not completed\|failed\)' "$CF" "$SF" | head -n 8
+	grep -h '^# .*\(error\|verify\|placed_corrupt\|not flushed\|not completed\|never completed\|failed\)' "$CF" "$SF" | head -n 8
 	grep -h '^RESULT' "$CF" "$SF" | sed 's/^/# /'
 }
 # every_op: the client completed every kind of operation at least once
@@ -180,7 +180,7 @@ crc0=$(<"$PARAMS/mpa_crc") strict0=$(<"$PARAMS/mpa_crc_strict")
 echo 1 > "$PARAMS/mpa_crc" && echo 1 > "$PARAMS/mpa_crc_strict"
 counters > "$C0"
 if nf_corrupt "$DEVS" "$CORRUPT_N"; then
-	traffic corrupt $((SECS * 2)) -r -R 30000 -B 60000
+	traffic corrupt $((SECS * 2)) -r -R 30000 -B 10000
 	traffic_end
 	say "corruption: $(nf_corrupted "$DEVS") frames corrupted (1 in $CORRUPT_N)"
 else
@@ -220,7 +220,7 @@ else
 fi
 
 # ---------------------------------------------------------------- reset
-traffic reset $((SECS * 2 + 4)) -r -R 30000 -B 60000
+traffic reset $((SECS * 2 + 4)) -r -R 30000 -B 10000
 sleep $((SECS / 2 + 2))
 say "reset 1: $(ss -HtnK state established "( sport = :$PORT )" | wc -l) socket(s) destroyed on siw0's side"
 sleep $((SECS / 2 + 2))
