@@ -98,15 +98,15 @@ cdelta() {
 field() { sed -n 's/^RESULT .*\b'"$2"'=\([0-9]*\).*/\1/p' "$1" | tail -n 1; }
 
 PORT=7470
-# traffic NAME SECS [CLIENT ARGS...]: server on siw0, client on siw1 for
-# SECS seconds in the background; SPID, CPID, SF, CF set. Stop it with
-# traffic_end.
+# traffic NAME SECS [CLIENT ARGS...]: server on siw0 (waiting at most 10 s
+# for its receives to be flushed), client on siw1 for SECS seconds in the
+# background; SPID, CPID, SF, CF set. Stop it with traffic_end.
 traffic() {
 	local name=$1 secs=$2
 	shift 2
 	PORT=$((PORT + 1))
 	SF=$OUT/$name.server CF=$OUT/$name.client
-	"$FT" -s -a "$A0" -p "$PORT" > "$SF" 2>&1 &
+	"$FT" -s -a "$A0" -p "$PORT" -B 10000 > "$SF" 2>&1 &
 	SPID=$!
 	"$FT" -c "$A0" -b "$A1" -p "$PORT" -t "$secs" "$@" > "$CF" 2>&1 &
 	CPID=$!
@@ -140,7 +140,8 @@ traffic_end() {
 }
 # show: the client's and the server's RESULT and diagnostics, as "# "
 show() {
-	grep -h '^# .*\(error\|verify\|placed_corrupt\|not flushed\|not completed\|never completed\|failed\)' "$CF" "$SF" | head -n 8
+	grep -h '^# .*\(not flushed\|not completed\|never completed\)' "$CF" "$SF" | head -n 6
+	grep -h '^# .*\(error\|verify\|placed_corrupt\|failed\)' "$CF" "$SF" | head -n 6
 	grep -h '^RESULT' "$CF" "$SF" | sed 's/^/# /'
 }
 # every_op: the client completed every kind of operation at least once
