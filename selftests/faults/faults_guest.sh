@@ -217,7 +217,7 @@ if [ "${pc:-1}" = 0 ]; then
 else
 	grep -h '^# placed_corrupt' "$SF" | head -n 5
 	N=$((N + 1))
-	echo "not ok $N faults.corrupt_never_placed # TODO siw places an FPDU's payload before it checks the MPA CRC: ${pc:-?} words of corrupted payload were placed in the server's memory (the kernel fix in progress)"
+	echo "not ok $N faults.corrupt_never_placed # TODO siw places an FPDU's payload before it checks the MPA CRC: corrupted payload placed in the server's memory, words: ${pc:-?} (the kernel fix in progress)"
 fi
 
 # ---------------------------------------------------------------- reset
