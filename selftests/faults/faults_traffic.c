@@ -15,10 +15,12 @@
  * words, the atomic counter (only the client changes it) and the credit
  * word (how many receive-consuming messages the server has checked,
  * which the client reads by RDMA Read to never overrun the receive queue:
- * iWARP has no RNR retry). The memory stays across connections.
+ * iWARP has no RNR retry). The memory stays across the connections of
+ * one server run (a random instance id in the private data tells the
+ * client when it talks to a new run, whose counter starts at 0).
  *
- * The client (-c) keeps WINDOW work requests outstanding, all signaled,
- * all posted through ibv_qp_ex, cycling through:
+ * The client (-c) keeps WINDOW (32) work requests outstanding, all
+ * signaled, all posted through ibv_qp_ex, cycling through:
  *   Send (consumes a receive; the payload carries the connection's
  *     message number, checked by the server in arrival order: every one
  *     must arrive, in order, with its pattern; siw refuses Send with
@@ -53,11 +55,14 @@
  * number) or, where a Write in flight was cut at a byte, a byte-wise mix
  * of the two neighbouring words' writes: a corrupted FPDU that was
  * placed is neither ("placed_corrupt", the MPA CRC must be checked
- * before placement).
+ * before placement). After the first connection of a run ended (its QP in
+ * ERR, every receive flushed) it posts one more receive, which must
+ * complete as flushed within 2 s (late_posted, late_unflushed).
  *
  * Output: "# " lines, and at the end one line
  *   RESULT role=... key=value ...
- * Exit 0: no verify error, no placed corruption, nothing unflushed; with
+ * Exit 0: no verify error, no placed corruption, nothing unflushed (the
+ * late receive is only counted); with
  * -k (client) connection errors are failures too (the netem cases).
  */
 #ifndef _GNU_SOURCE
