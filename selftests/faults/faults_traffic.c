@@ -775,8 +775,15 @@ static int post_group(struct cli *C, int window)
 		fl_st64(lbuf(C, r2), ~0ull);
 		rc = post_one(C, r2, K_READ, 0, 0, OFF_AW + (size_t)ws * 8, 8);
 		return rc ? -rc : 2;
-	default:	/* 9: a Read of a Write slot not in use: any write's */
-		return 0;
+	default:	/* 9: a Read of the credit word */
+		if (C->cred_pending)
+			return 0;
+		r = free_rec(C);
+		memset(&C->rec[r], 0, sizeof(C->rec[r]));
+		rc = post_one(C, r, K_CRED, 0, 0, OFF_CRED, 8);
+		if (!rc)
+			C->cred_pending = 1;
+		return rc ? -rc : 1;
 	}
 }
 
@@ -982,7 +989,12 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 						break;
 				}
 			}
-			if (!C.nout)
+			/*
+			 * Nothing outstanding: the end once draining or after
+			 * an error (post_group() may skip a group and post
+			 * nothing, which is no reason to stop)
+			 */
+			if (!C.nout && (done || err))
 				break;
 			n = ru_poll_send(&C.e, &w, 0);
 			if (n < 0) {
