@@ -238,6 +238,8 @@ struct srv {
 	/* totals */
 	long conns, msgs, verify_errors, placed_corrupt, unflushed, errors;
 	long late_posted, late_unflushed;
+	/* receives reposted while the QP already was in ERR (a race) */
+	long race_posted, race_unflushed;
 	uint64_t max_flush_ms;
 };
 
@@ -395,6 +397,8 @@ static int server(const char *addr, uint16_t port, long maxconns,
 		int outstanding = NCRED, err = 0;
 		uint64_t t0, t_err = 0, t_ok = 0, t_last = 0;
 		uint64_t posted_ms[NCRED];	/* 0: completed */
+		/* posted when the QP already reported ERR (see below) */
+		char posted_in_err[NCRED];
 		enum ibv_wc_status first = IBV_WC_SUCCESS;
 
 		ru_caps_default(&caps);
@@ -417,8 +421,10 @@ static int server(const char *addr, uint16_t port, long maxconns,
 		}
 		S.conns++;
 		t0 = t_ok = ru_now_ms();
-		for (int k = 0; k < NCRED; k++)
+		for (int k = 0; k < NCRED; k++) {
 			posted_ms[k] = t0;
+			posted_in_err[k] = 0;
+		}
 		printf("# server: connection %ld established\n", S.conns);
 		while (outstanding > 0) {
 			struct ibv_wc wc;
@@ -442,13 +448,21 @@ static int server(const char *addr, uint16_t port, long maxconns,
 					printf("# server: %d receives not flushed %llu ms after the connection ended\n",
 					       outstanding,
 					       (unsigned long long)(now - t_err));
-					S.unflushed += outstanding;
-					for (int k = 0; k < NCRED; k++)
-						if (posted_ms[k])
-							printf("# server: receive %d, never completed, "
-							       "was posted %lld ms before the server saw the error "
-							       "(a receive posted after siw flushed the queue)\n",
-							       k, (long long)(t_err - posted_ms[k]));
+					for (int k = 0; k < NCRED; k++) {
+						if (!posted_ms[k])
+							continue;
+						printf("# server: receive %d, never completed, "
+						       "was posted %lld ms before the server saw the error, "
+						       "the QP %s\n",
+						       k, (long long)(t_err - posted_ms[k]),
+						       posted_in_err[k] ?
+						       "already in ERR then (siw had flushed the queue: a late receive)" :
+						       "not in ERR then");
+						if (posted_in_err[k])
+							S.race_unflushed++;
+						else
+							S.unflushed++;
+					}
 					break;
 				}
 				usleep(50);
@@ -482,6 +496,17 @@ static int server(const char *addr, uint16_t port, long maxconns,
 						  MAXMSG, wc.wr_id)) {
 				outstanding++;
 				posted_ms[wc.wr_id] = ru_now_ms();
+				/*
+				 * Asked after the post: a QP not in ERR yet
+				 * flushes this receive when it gets there; one
+				 * already in ERR has flushed its queue, and siw
+				 * never completes a receive posted later
+				 * (late_unflushed, the defect
+				 * recv_after_error_flushed shows on its own).
+				 */
+				posted_in_err[wc.wr_id] =
+					ru_qp_state(e.qp) == IBV_QPS_ERR;
+				S.race_posted += posted_in_err[wc.wr_id];
 			}
 			*cred_word(&S) = sn - 1;
 		}
@@ -515,10 +540,10 @@ static int server(const char *addr, uint16_t port, long maxconns,
 	ru_listener_close(&l);
 	printf("RESULT role=server conns=%ld msgs=%ld verify_errors=%ld "
 	       "placed_corrupt=%ld unflushed=%ld max_flush_ms=%llu "
-	       "late_posted=%ld late_unflushed=%ld\n",
+	       "late_posted=%ld late_unflushed=%ld race_posted=%ld race_unflushed=%ld\n",
 	       S.conns, S.msgs, S.verify_errors, S.placed_corrupt, S.unflushed,
 	       (unsigned long long)S.max_flush_ms, S.late_posted,
-	       S.late_unflushed);
+	       S.late_unflushed, S.race_posted, S.race_unflushed);
 	free(S.mem);
 	return S.verify_errors || S.placed_corrupt || S.unflushed ? 1 : 0;
 }
