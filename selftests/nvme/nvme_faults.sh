@@ -89,41 +89,17 @@ else
 fi
 
 # ---------------------------------------------------------------- faults
-netem() {	# SPEC...: on both ends of the pair; none: removed
-	local d
-	for d in vn0 vn1; do
-		tc qdisc del dev "$d" root 2>/dev/null
-		[ "$1" = none ] || tc qdisc add dev "$d" root netem "$@" || return 1
-	done
-}
-# corrupt [none]: 1 in CORRUPT_N frames leaving vn0 or vn1 gets 4 bytes of
-# TCP payload inverted and a valid TCP checksum (offloads off, so that
-# each frame is one linear TCP segment); none: all of it undone
+# the faults on both ends of the pair (selftests/lib/netfault.sh)
+# shellcheck source=selftests/lib/netfault.sh
+. "$HERE/../lib/netfault.sh"
+NF_LOG=$LOG
+netem() { nf_netem "vn0 vn1" "$@"; }	# SPEC...: on both ends; none: removed
+# corrupt [none]: 1 in CORRUPT_N frames leaving vn0 or vn1 corrupted, with
+# a valid TCP checksum; none: all of it undone
 corrupt() {
-	local d
-	for d in vn0 vn1; do
-		if [ "${1:-}" = none ]; then
-			tc qdisc del dev "$d" clsact 2>/dev/null
-			ethtool -K "$d" tx on sg on tso on gso on >/dev/null 2>&1
-			continue
-		fi
-		ethtool -K "$d" tx off sg off tso off gso off >>"$LOG" 2>&1 &&
-		tc qdisc add dev "$d" clsact &&
-		tc filter add dev "$d" egress matchall \
-			action gact ok random netrand pipe "$CORRUPT_N" \
-			action pedit munge offset 200 u32 invert pipe \
-			action csum tcp || return 1
-	done
+	if [ "${1:-}" = none ]; then nf_corrupt "vn0 vn1" none; else nf_corrupt "vn0 vn1" "$CORRUPT_N"; fi
 }
-# corrupted: the frames pedit changed on vn0 and vn1
-corrupted() {
-	local d sum=0 n
-	for d in vn0 vn1; do
-		n=$(tc -s filter show dev "$d" egress | awk '/pedit/ { p = 1 } p && /Sent/ { print $4; exit }')
-		sum=$((sum + ${n:-0}))
-	done
-	echo "$sum"
-}
+corrupted() { nf_corrupted "vn0 vn1"; }	# the frames pedit changed on vn0 and vn1
 klog_count() { dmesg | grep -c -- "$1"; }	# PATTERN: kernel log lines
 # reconnect_mark / reconnects: the host's reconnects since the mark
 reconnect_mark() { RC0=$(klog_count 'Successfully reconnected'); }
