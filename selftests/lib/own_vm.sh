@@ -34,7 +34,8 @@ own_vm_suite() {
 		case $l in
 		"ok "*|"not ok "*)
 			n=$((n + 1))
-			[[ $l == "not ok"* ]] && failed=1
+			# a TODO is a known defect, reported, not a failure (tap.sh)
+			[[ $l == "not ok"* ]] && [[ $l != *" # TODO"* ]] && failed=1
 			echo "$l" ;;
 		"#"*) echo "$l" ;;
 		esac
