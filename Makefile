@@ -131,9 +131,16 @@ ifeq ($(KERNEL),debug)
 check: debug-kernel
 	@$(MAKE) --no-print-directory check-debug KERNEL=debug
 
+# With GCOV=1 the .gcno files of the module's build go into the results
+# directory too, so that gcov-report.sh still pairs the counters with them
+# after a later build replaced them.
 check-debug: stage modules rdma-core selftests
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "debug kernel not installed (make debug-kernel)"; exit 1; }
-	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
+	@res=$${SIWX_RESULTS_DIR:-$(BUILD)/selftests/results/$$(date +%Y%m%d-%H%M%S)}; \
+	if [ "$(GCOV)" = 1 ]; then \
+		mkdir -p $$res/gcno && cp -p $(SIWX_SRC)/*.gcno $$res/gcno/; \
+	fi; \
+	SIWX_RESULTS_DIR=$$res SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
 		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests SIWX_VM_KVER=$(KVER) \
 		$(TOP)/selftests/run.sh $(SUITES)
 else

@@ -7,7 +7,8 @@
 # gcov-profiled module (make check KERNEL=debug GCOV=1): VMDIR is the VM's
 # results directory (the one with gcov/ in it, e.g.
 # build/debug-kernel/selftests/results/<stamp>/single). Pairs each .gcda
-# there with the .gcno of the build (the path the .gcda was copied under),
+# there with the .gcno that run's build made (VMDIR/../gcno/, saved by
+# make check, else the build path the .gcda was copied under),
 # runs gcov and prints one line per source file of siw plus a total.
 # The annotated sources (*.c.gcov) are left in OUTDIR (default VMDIR/gcov-report).
 # See Documentation/debug-kernel.md.
@@ -19,10 +20,14 @@ out=${2:-$vmdir/gcov-report}
 command -v gcov >/dev/null || { echo "gcov-report: gcov not found (gcc)" >&2; exit 2; }
 
 rm -rf "$out"; mkdir -p "$out"
+snap=$(cd "$vmdir/.." && pwd)/gcno
 n=0
 while IFS= read -r -d '' gcda; do
 	obj=${gcda#"$vmdir/gcov"}		# the build path of the object
 	gcno=${obj%.gcda}.gcno
+	# the copy make check KERNEL=debug GCOV=1 put next to the results,
+	# else the build tree's (replaced by any later build)
+	[ ! -r "$snap/${gcno##*/}" ] || gcno=$snap/${gcno##*/}
 	[ -r "$gcno" ] || { echo "gcov-report: $gcno missing (rebuilt since the run?)" >&2; continue; }
 	cp "$gcda" "$out/"; cp "$gcno" "$out/"
 	n=$((n + 1))
