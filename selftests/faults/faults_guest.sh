@@ -33,7 +33,7 @@
 #   recv_after_error_flushed  after its first connection ended (every
 #       receive flushed, the QP in ERR), the server posts one more receive:
 #       it must complete with "flushed" within 2 s, as a WR posted to a QP
-#       in the error state must (a TODO: siw does not, an open defect)
+#       in the error state must (kernel patch 0033, rdma-core 0015)
 #   resources_back       rdma res: no QP, MR, PD, CQ or cm_id left on siw0
 #       or siw1 after the programs ended
 #   kernel_log_clean     nothing of tools/vm/kernel-problems.sh in dmesg
@@ -211,7 +211,7 @@ cfm=$(field "$CF" max_flush_ms) sfm=$(field "$SF" max_flush_ms)
 	[ "$(field "$CF" conns)" -ge 2 ] || r=1
 [ $r = 0 ] || show
 verdict corrupt_flushed $r "client: unflushed ${cu:-?}, verify errors ${cv:-?}, flushed in ${cfm:-?} ms; server: unflushed ${su:-?}, verify errors ${sv:-?}, flushed in ${sfm:-?} ms (bound $BOUND ms); a connection error and a reconnect needed"
-say "corrupt: $(field "$SF" race_posted) receives reposted by the server while its QP was in ERR already, $(field "$SF" race_unflushed) of them never completed (the defect of recv_after_error_flushed; not counted as unflushed)"
+say "corrupt: $(field "$SF" race_posted) receives reposted by the server while its QP was in ERR already, $(field "$SF" race_unflushed) of them never completed (each must be flushed too since kernel patch 0033: counted in unflushed as well)"
 pc=$(field "$SF" placed_corrupt)
 r=0; [ "${pc:-1}" = 0 ] || { r=1; grep -h '^# placed_corrupt' "$SF" | head -n 5; }
 verdict corrupt_never_placed $r "words in the server's Write targets that no write of the client wrote (a corrupted FPDU placed): ${pc:-?}"
@@ -244,14 +244,9 @@ for f in "$OUT"/*.server; do
 	lp=$((lp + $(field "$f" late_posted))) lu=$((lu + $(field "$f" late_unflushed)))
 done
 grep -h '^# server: .*\(posted to the QP in ERR\|posted in ERR\)' "$OUT"/*.server | sort | uniq -c | sed 's/^ */# /' | head -n 3
-# A known defect, open (Documentation/reliability.md, "Faults"): a TODO
-# until siw completes such a receive; it passes as soon as it does.
-if [ "$lp" -gt 0 ] && [ "$lu" = 0 ]; then
-	ok recv_after_error_flushed
-else
-	N=$((N + 1))
-	echo "not ok $N faults.recv_after_error_flushed # TODO of $lp receives posted to a QP in ERR (after the first connection of each server run), $lu never completed: siw flushes a user QP's receive queue once, when the QP enters ERR; libsiw writes a later receive into the mapped queue, where nothing completes it"
-fi
+# kernel patch 0033 and rdma-core patch 0015; failed before
+r=0; [ "$lp" -gt 0 ] && [ "$lu" = 0 ] || r=1
+verdict recv_after_error_flushed $r "of $lp receives posted to a QP in ERR (after the first connection of each server run), $lu never completed (siw marks the free slots of a user QP's receive queue when the QP enters ERR, libsiw then posts through the kernel, which flushes)"
 
 # ---------------------------------------------------------------- the end
 left=$( { rdma res show qp; nsx rdma res show qp; rdma res show mr; nsx rdma res show mr; } 2>/dev/null | grep -c 'siw')
