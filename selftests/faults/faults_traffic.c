@@ -5,7 +5,7 @@
  *
  *   faults_traffic -s [-a ADDR] [-p PORT] [-t SECS] [-n CONNS] [-B MS]
  *   faults_traffic -c ADDR [-b SRC] [-p PORT] [-t SECS] [-w WINDOW] [-r]
- *                  [-R RETRY_MS] [-B MS] [-k]
+ *                  [-R RETRY_MS] [-B MS] [-k] [-E]
  *
  * The server (-s) listens on ADDR:PORT (default SIWX_ADDR0, 7471) and
  * serves connections one after another until SIGTERM/SIGINT, -n
@@ -61,6 +61,11 @@
  *
  * Output: "# " lines, and at the end one line
  *   RESULT role=... key=value ...
+ * With -E (suite failinject) a connect that fails in any step (an
+ * injected allocation failure may fail the CQ, the QP, the MR, the
+ * connection itself) is retried too, for RETRY_MS, and counted
+ * (connect_errors).
+ *
  * Exit 0: no verify error, no placed corruption, nothing unflushed (the
  * late receive is only counted); with
  * -k (client) connection errors are failures too (the netem cases).
@@ -919,6 +924,10 @@ static int resync(struct cli *C)
 	return 0;
 }
 
+/* -E: any failed connect is retried (suite failinject) */
+static int retry_any;
+static long connect_errors;
+
 static int client(const char *dst, const char *src, uint16_t port, long secs,
 		  int window, int reconnect, long retry_ms, int keep)
 {
@@ -951,6 +960,17 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 		caps.on_close_arg = &C;
 		memset(&C.e, 0, sizeof(C.e));
 		rc = ru_connect(&C.e, src, dst, port, &caps, (int)retry_ms);
+		t0 = ru_now_ms();
+		while (rc && retry_any && !stop && ru_now_ms() - t0 < (uint64_t)retry_ms) {
+			printf("# client: connect to %s:%u: %s (retried)\n", dst,
+			       port, ru_errmsg());
+			connect_errors++;
+			ru_ep_close(&C.e);
+			memset(&C.e, 0, sizeof(C.e));
+			usleep(100 * 1000);
+			rc = ru_connect(&C.e, src, dst, port, &caps,
+					(int)retry_ms);
+		}
 		if (rc) {
 			printf("# client: connect to %s:%u: %s\n", dst, port,
 			       ru_errmsg());
@@ -1135,7 +1155,7 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 	       (unsigned long long)(ru_now_ms() - t_start));
 	for (int k = 0; k < NKIND; k++)
 		printf(" %s=%ld", kname[k], C.cnt[k]);
-	printf(" fatal=%d\n", fatal);
+	printf(" connect_errors=%ld fatal=%d\n", connect_errors, fatal);
 	return rc ? 1 : 0;
 }
 
@@ -1149,7 +1169,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	while ((opt = getopt(argc, argv, "sc:a:b:p:t:n:w:rR:B:k")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:a:b:p:t:n:w:rR:B:kE")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': addr = optarg; break;
@@ -1163,6 +1183,7 @@ int main(int argc, char **argv)
 		case 'R': retry = strtol(optarg, NULL, 0); break;
 		case 'B': bound_ms = (uint64_t)strtol(optarg, NULL, 0); break;
 		case 'k': keep = 1; break;
+		case 'E': retry_any = 1; break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of faults_traffic.c\n");
 			return 2;

@@ -13,6 +13,8 @@
  *   sq0.*        QPs created with max_send_wr = 0 [upstream-bug]
  *   remote_invalidate_user_mr  Send with Invalidate of a directly
  *                registered MR is refused [upstream-bug]
+ *   listener_survives_early_close  TCP connections closed or reset before
+ *                siw accepted them leave the listener working [upstream-bug]
  *   doorbell.during_terminate  work posted while a Terminate moves the
  *                QP to error is accepted and completes [upstream-bug]
  *
@@ -21,10 +23,14 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sys/socket.h>
 
 #include "siwx_test.h"
 
@@ -90,7 +96,7 @@ static void read_must_fail(struct __test_metadata *_metadata,
 		TH_LOG("the peer served a Read it must refuse");
 	/*
 	 * The responder's Terminate (RDMAP, remote protection error) is
-	 * mapped to the Read's status (siw_term_rx_status(), patch 0036);
+	 * mapped to the Read's status (siw_term_rx_status(), patch 0039);
 	 * upstream siw flushes the Read instead.
 	 */
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, (int)wc.status)
@@ -510,6 +516,50 @@ TEST_F(sq0, serves_rdma)
  * (IBV_WC_REM_INV_REQ_ERR), never with IBV_WC_WITH_INV. Upstream siw
  * invalidated any MR of the PD.
  */
+/*
+ * A TCP connection in a listener's accept queue carries the listener's
+ * socket callbacks and endpoint until siw accepts it. Upstream siw took
+ * the close or reset of such a connection (a peer that gives up at once,
+ * a port scan, an accept that failed for want of memory) for the
+ * listener's own: it released the listening endpoint, so the listener
+ * refused every later connection, and destroying it used the freed
+ * endpoint (KASAN: slab-use-after-free in siw_destroy_listen()). 40 plain
+ * TCP connections to the listener's port, closed (FIN) or reset (RST) at
+ * once, then an RDMA connection must still be accepted and the listener
+ * destroyed cleanly. [upstream-bug]
+ */
+TEST(listener_survives_early_close)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct linger rst = { .l_onoff = 1, .l_linger = 0 };
+	struct ru_listener l = {};
+	struct ru_ep c = {}, s = {};
+	struct ru_caps caps;
+	int i, fd;
+
+	RU_ASSERT_OK(ru_listen(&l, ru_addr0(), 0, 16));
+	sin.sin_port = htons(l.port);
+	ASSERT_EQ(1, inet_pton(AF_INET, ru_addr0(), &sin.sin_addr));
+	for (i = 0; i < 40; i++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			TH_LOG("TCP connection %d to the listener: %s", i,
+			       strerror(errno));
+		if (i % 2)
+			ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_LINGER,
+						&rst, sizeof(rst)));
+		close(fd);
+	}
+	/* siw's connection manager handles them in a work queue */
+	usleep(500 * 1000);
+	ru_caps_default(&caps);
+	RU_ASSERT_OK(ru_pair_open_on(&l, &c, &s, &caps, &caps));
+	ru_ep_close(&c);
+	ru_ep_close(&s);
+	ru_listener_close(&l);
+}
+
 TEST(remote_invalidate_user_mr)
 {
 	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
