@@ -60,6 +60,7 @@ sync_tree() {
 		--exclude='*.mod.c' --exclude='.*.cmd' --exclude='.*.d' \
 		--exclude='Module.symvers' --exclude='modules.order' \
 		--exclude='.tmp_*' --exclude='.module-common.o' \
+		--exclude='*.gcno' --exclude='*.gcda' \
 		"$1/" "$2/"
 }
 

@@ -132,9 +132,18 @@ cap() {		# start NAME | stop: capture the VM link if asked to
 res0=$(res) slab0=$(slab)
 port=42000
 start_target() {	# NAME: fuzz_target on port, port+1 (control)
+	local i
 	"$BIN/fuzz_target" --addr "$A0" --port "$port" --ctl $((port + 1)) \
 		--seed 0x1234 >"$OUT/$1.target" 2>&1 &
 	TPID=$!
+	# the fuzzer connects to the control port at once: wait until the
+	# target listens there (a boot's first listen takes seconds on the
+	# debug kernel; the fuzzer got "connection refused" once)
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^target control listening' "$OUT/$1.target" 2>/dev/null && return
+		kill -0 "$TPID" 2>/dev/null || return
+		sleep 0.1
+	done
 }
 # RUN NAME FUZZ-ARGS...: target + siwx-fuzz; FRC and TRC their exit codes
 run() {

@@ -182,10 +182,15 @@ run_injects() {
 	SRV_PID=$!
 	"$CONN" server "$X60" "$PORT6" 100 reject >"$OUT/$m.srv6" 2>&1 &
 	local srv6=$!
-	for n in $(seq 100); do
+	# up to 60 s: under load the first listen of a boot took longer than
+	# the 10 s this waited once, and the v6 cases then met no listener
+	# (REJ reason 8, invalid service ID) in one make check
+	for n in $(seq 600); do
 		grep -q listening "$OUT/$m.srv4" && grep -q listening "$OUT/$m.srv6" && break
 		sleep 0.1
 	done
+	grep -q listening "$OUT/$m.srv4" && grep -q listening "$OUT/$m.srv6" ||
+		say "$m: a server is not listening after 60 s (see $m.srv4, $m.srv6)"
 	CAP_IFACE=xi0 cap_start "$m" "udp port 4791" -P ||
 		say "capture did not start (see $CAP_LOG)"
 	# shellcheck disable=SC2086  # case lists
