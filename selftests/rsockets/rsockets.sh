@@ -42,9 +42,17 @@
 # refuse when it cannot carry that much inline with immediate data (then
 # it is the send path).
 #
+# SIWX_RSOCKETS_REPEAT=N (default 0; the long form of issue 14's "rstream
+# hung once in about 80 runs") then runs one case N more times, on the port
+# after the cases' and outside the capture: SIWX_RSOCKETS_REPEAT_CASE
+# (default rstream_nonblock, rstream_inline80 in upstream mode). One more
+# result, rsockets.CASE.repeat: every run passed; each failed run's logs
+# are kept as rsockets-repeat-K-{server,client}.log.
+#
 # Environment: SIWX_ADDR0/1, SIWX_RESULTS (capture and logs),
 # RDMA_PREFIX, SIWX_RSOCKETS_MODE, SIWX_RSOCKETS_PORT (first port, 42100),
-# SIWX_RSOCKETS_STOCK (directory of the stock tools, /usr/bin).
+# SIWX_RSOCKETS_STOCK (directory of the stock tools, /usr/bin),
+# SIWX_RSOCKETS_REPEAT, SIWX_RSOCKETS_REPEAT_CASE.
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -93,8 +101,21 @@ upstream)
 	;;
 esac
 
+REPEAT=${SIWX_RSOCKETS_REPEAT:-0}
+case $REPEAT in ''|*[!0-9]*) echo "Bail out! SIWX_RSOCKETS_REPEAT=$REPEAT"; exit 1 ;; esac
+RCASE=
+if [ "$REPEAT" -gt 0 ]; then
+	rname=${SIWX_RSOCKETS_REPEAT_CASE:-}
+	[ -n "$rname" ] || { [ "$MODE" = siwx ] && rname=rstream_nonblock || rname=rstream_inline80; }
+	for c in "${CASES[@]}"; do
+		set -- $c
+		case $1 in *".$rname") RCASE=$c ;; esac
+	done
+	[ -n "$RCASE" ] || { echo "Bail out! no case $rname in mode $MODE"; exit 1; }
+fi
+
 echo "TAP version 13"
-echo "1..$(( ${#CASES[@]} * 2 ))"
+echo "1..$(( ${#CASES[@]} * 2 + (REPEAT > 0) ))"
 
 . "$HERE/../lib/capture.sh"
 missing=
@@ -188,13 +209,12 @@ with_inline() {	# N -> INL array
 	     'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$d" "$PREFIX/etc/rdma")
 }
 
-declare -A DATA_OK DATA_DIAG
-WIRE_ARGS=()
-port=$PORT0
-for c in "${CASES[@]}"; do
-	set -- $c
-	name=$1 srv=$2 cli=$3 tool=$4 path=$5
-	shift 5
+# run_case PORT NAME SRV CLI TOOL PATH OPTIONS...: one server and client
+# run; sets why (empty: both ends exit 0, data verified), d (diagnostics),
+# opts and inl
+run_case() {
+	local port=$1 name=$2 srv=$3 cli=$4 tool=$5
+	shift 6
 	opts=() INL=() inl=
 	for o in "$@"; do
 		case $o in
@@ -238,6 +258,15 @@ for c in "${CASES[@]}"; do
 	v=$(verified "$tool" "${opts[@]}")
 	d="# $name: $srv $tool server, $cli $tool client, port $port, ${opts[*]}${inl:+ (inline_default $inl)}: server exit $src, client exit $crc ($try tries), ${secs}s; -T v checks $v bytes at each end"
 	d="$d"$'\n'"# $name: client result: $(grep '^custom ' "$clog" | tail -n 1 | tr -s ' ')"
+}
+
+declare -A DATA_OK DATA_DIAG
+WIRE_ARGS=()
+port=$PORT0
+for c in "${CASES[@]}"; do
+	set -- $c
+	name=$1 path=$5
+	run_case "$port" "$@"
 	if [ -z "$why" ]; then
 		DATA_OK[$name]=1
 	else
@@ -288,4 +317,28 @@ for c in "${CASES[@]}"; do
 	fi
 	i=$((i + 2)) port=$((port + 1))
 done
+
+if [ "$REPEAT" -gt 0 ]; then
+	set -- $RCASE
+	rn=$1 bad=0 hung=0 t0r=$(date +%s)
+	for k in $(seq "$REPEAT"); do
+		run_case "$((last + 1))" $RCASE
+		if [ -n "$why" ]; then
+			bad=$((bad + 1))
+			{ [ "$src" = 124 ] || [ "$crc" = 124 ]; } && hung=$((hung + 1))
+			echo "# $rn repeat $k:$why"
+			cp "$slog" "$OUT/rsockets-repeat-$k-server.log"
+			cp "$clog" "$OUT/rsockets-repeat-$k-client.log"
+		fi
+		[ $((k % 10)) = 0 ] &&
+			echo "# $rn repeat: $k of $REPEAT runs, $bad failed, $((  $(date +%s) - t0r )) s"
+	done
+	echo "# $rn repeated $REPEAT times on port $((last + 1)): $bad failed ($hung timed out), $(( $(date +%s) - t0r )) s"
+	if [ "$bad" = 0 ]; then
+		echo "ok $i rsockets.$rn.repeat"
+	else
+		echo "not ok $i rsockets.$rn.repeat"
+		fails=$((fails + 1))
+	fi
+fi
 [ "$fails" = 0 ]
