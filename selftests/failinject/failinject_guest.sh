@@ -60,8 +60,8 @@ CYCLES=${SIWX_FI_CYCLES:-60}
 SECS=${SIWX_FI_SECS:-15}
 OUT=${SIWX_RESULTS:-/tmp}
 LOG=$OUT/failinject.log
-A0=${SIWX_ADDR0:-192.168.77.1}
-A1=${SIWX_ADDR1:-192.168.77.2}
+# shellcheck disable=SC2034  # traffic.sh's server and client addresses
+A0=${SIWX_ADDR0:-192.168.77.1} A1=${SIWX_ADDR1:-192.168.77.2}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 DBG=/sys/kernel/debug
 KINDS="failslab fail_page_alloc"
@@ -75,6 +75,8 @@ say() { echo "# $*"; echo "== $*" >> "$LOG"; }
 . "$TOP/tools/vm/kernel-problems.sh"
 # shellcheck source=../lib/guest_checks.sh
 . "$TOP/selftests/lib/guest_checks.sh"
+# shellcheck source=../lib/traffic.sh
+. "$TOP/selftests/lib/traffic.sh"
 
 echo "TAP version 13"
 echo "1..11"
@@ -189,37 +191,26 @@ for k in $KINDS; do
 done
 
 # ---------------------------------------------------------------- traffic
-PORT=7480
+# the client may take long to give up under injection (reconnects)
+# shellcheck disable=SC2034  # traffic.sh's
+TRAFFIC_PORT=7480 TRAFFIC_GRACE=300 FT=$FIBIN/faults_traffic
 for k in $KINDS; do
-	PORT=$((PORT + 1))
-	sf=$OUT/traffic.$k.server cf=$OUT/traffic.$k.client
-	"$FIBIN/faults_traffic" -s -a "$A0" -p "$PORT" -B 10000 > "$sf" 2>&1 &
-	spid=$!
-	timeout $((SECS + 300)) "$FIBIN/faults_traffic" -c "$A0" -b "$A1" -p "$PORT" -t "$SECS" -E \
-		-r -R 30000 -B 10000 > "$cf" 2>&1 &
-	cpid=$!
+	traffic "traffic.$k" "$SECS" -E -r -R 30000 -B 10000
+	cf=$CF sf=$SF
 	# armed once the first connection is up: this phase is about the
 	# data path (and the reconnects after an error), the connect phase
 	# above about connection setup. The data path allocates few pages
 	# (TCP's page fragments are 32 KiB): a higher rate for them.
 	for ((i = 0; i < 600; i++)); do
 		grep -q 'connection 1 established' "$cf" 2>/dev/null && break
-		kill -0 "$cpid" 2>/dev/null || break
+		kill -0 "$CPID" 2>/dev/null || break
 		sleep 0.1
 	done
 	if [ "$k" = fail_page_alloc ]; then fi_on "$k" 20; else fi_on "$k" 1; fi
-	wait "$cpid"
-	crc=$?
+	wait_bounded "$CPID" $((SECS + TRAFFIC_GRACE)) client
 	fi_off "$k"
-	kill -TERM "$spid" 2>/dev/null
-	for ((i = 0; i < 300; i++)); do
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$spid" 2>/dev/null && { say "server still running 30 s after SIGTERM; killed"; kill -KILL "$spid"; }
-	wait "$spid"
-	src=$?
-	{ echo "---- $cf"; cat "$cf"; echo "---- $sf"; cat "$sf"; } >> "$LOG"
+	traffic_end
+	crc=$CRC src=$SRC
 	say "traffic, $k: $INJECTED failures injected"
 	say "  $(grep '^RESULT' "$cf")"
 	say "  $(grep '^RESULT' "$sf")"

@@ -62,6 +62,8 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 . "$TOP/tools/vm/kernel-problems.sh"
 # shellcheck source=selftests/lib/netfault.sh
 . "$TOP/selftests/lib/netfault.sh"
+# shellcheck source=selftests/lib/traffic.sh
+. "$TOP/selftests/lib/traffic.sh"
 export NF_LOG=$LOG
 PARAMS=/sys/module/siw/parameters
 
@@ -97,47 +99,6 @@ cdelta() {
 # field FILE KEY: KEY's value on the RESULT line of FILE (empty if none)
 field() { sed -n 's/^RESULT .*\b'"$2"'=\([0-9]*\).*/\1/p' "$1" | tail -n 1; }
 
-PORT=7470
-# traffic NAME SECS [CLIENT ARGS...]: server on siw0 (waiting at most 10 s
-# for its receives to be flushed), client on siw1 for SECS seconds in the
-# background; SPID, CPID, SF, CF set. Stop it with traffic_end.
-traffic() {
-	local name=$1 secs=$2
-	shift 2
-	PORT=$((PORT + 1))
-	SF=$OUT/$name.server CF=$OUT/$name.client
-	"$FT" -s -a "$A0" -p "$PORT" -B 10000 > "$SF" 2>&1 &
-	SPID=$!
-	"$FT" -c "$A0" -b "$A1" -p "$PORT" -t "$secs" "$@" > "$CF" 2>&1 &
-	CPID=$!
-}
-# traffic_end: wait for the client (at most its time + 120 s), then stop
-# the server; CRC, SRC: their exit statuses (124: had to be killed)
-traffic_end() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		kill -0 "$CPID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$CPID" 2>/dev/null; then
-		say "client still running; killed"
-		kill -KILL "$CPID"
-	fi
-	wait "$CPID"; CRC=$?
-	[ "$i" -lt 1200 ] || CRC=124
-	kill -TERM "$SPID" 2>/dev/null
-	for ((i = 0; i < 300; i++)); do
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$SPID" 2>/dev/null; then
-		say "server still running 30 s after SIGTERM; killed"
-		kill -KILL "$SPID"
-	fi
-	wait "$SPID"; SRC=$?
-	[ "$i" -lt 300 ] || SRC=124
-	{ echo "---- $CF"; cat "$CF"; echo "---- $SF"; cat "$SF"; } >> "$LOG"
-}
 # show: the client's and the server's RESULT and diagnostics, as "# "
 show() {
 	grep -h '^# .*\(not flushed\|not completed\|never completed\)' "$CF" "$SF" | head -n 6
@@ -219,9 +180,9 @@ verdict corrupt_never_placed $r "words in the server's Write targets that no wri
 # ---------------------------------------------------------------- reset
 traffic reset $((SECS * 2 + 4)) -r -R 30000 -B 10000
 sleep $((SECS / 2 + 2))
-say "reset 1: $(ss -HtnK state established "( sport = :$PORT )" | wc -l) socket(s) destroyed on siw0's side"
+say "reset 1: $(ss -HtnK state established "( sport = :$TRAFFIC_PORT )" | wc -l) socket(s) destroyed on siw0's side"
 sleep $((SECS / 2 + 2))
-say "reset 2: $(nsx ss -HtnK state established "( dport = :$PORT )" | wc -l) socket(s) destroyed on siw1's side"
+say "reset 2: $(nsx ss -HtnK state established "( dport = :$TRAFFIC_PORT )" | wc -l) socket(s) destroyed on siw1's side"
 traffic_end
 cu=$(field "$CF" unflushed) su=$(field "$SF" unflushed) cv=$(field "$CF" verify_errors) sv=$(field "$SF" verify_errors)
 cfm=$(field "$CF" max_flush_ms) sfm=$(field "$SF" max_flush_ms)

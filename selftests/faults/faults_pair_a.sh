@@ -37,6 +37,8 @@ ok() { N=$((N + 1)); echo "ok $N faults_pair.$1"; }
 nok() { N=$((N + 1)); FAILED=1; echo "not ok $N faults_pair.$1"; [ -z "${2:-}" ] || echo "#   $2"; }
 verdict() { if [ "$2" = 0 ]; then ok "$1"; else nok "$1" "$3"; fi; }
 say() { echo "# $*"; }
+# shellcheck source=../lib/traffic.sh
+. "$(dirname "$0")/../lib/traffic.sh"
 field() { sed -n 's/^RESULT .*\b'"$2"'=\([0-9]*\).*/\1/p' "$1" | tail -n 1; }
 # wait_for PATTERN SECS: until the client printed PATTERN
 wait_for() {
@@ -90,11 +92,7 @@ t0=$(date +%s%N)
 tools/vm/powerfail 30 > /dev/null || say "tools/vm/powerfail: no answer"
 say "b's power cut $(( ($(date +%s%N) - t0) / 1000000 )) ms after asking"
 # the client: TCP gives up (~13-17 s), then its reconnect fails (10 s)
-for ((i = 0; i < 1800; i++)); do
-	kill -0 "$CPID" 2>/dev/null || break
-	sleep 0.1
-done
-kill -0 "$CPID" 2>/dev/null && { say "client still running 180 s after the power cut"; kill -KILL "$CPID"; }
+wait_bounded "$CPID" 180 "client (after the power cut)"
 wait "$CPID"
 # the connection the power cut ended: the client's last error, not the
 # unload's (connection 1)

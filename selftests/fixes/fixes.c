@@ -19,6 +19,8 @@
  *                accepted [upstream-bug]
  *   established.first_send  the Send each end posts the moment its
  *                ESTABLISHED arrives reaches the other end [upstream-bug]
+ *   ports.connect_while_tcp_holds_half  rdma_connect() works while TCP
+ *                sockets hold half the ephemeral ports [upstream-bug]
  *   doorbell.during_terminate  work posted while a Terminate moves the
  *                QP to error is accepted and completes [upstream-bug]
  *
@@ -104,7 +106,7 @@ static void read_must_fail(struct __test_metadata *_metadata,
 		TH_LOG("the peer served a Read it must refuse");
 	/*
 	 * The responder's Terminate (RDMAP, remote protection error) is
-	 * mapped to the Read's status (siw_term_rx_status(), patch 0041);
+	 * mapped to the Read's status (siw_term_rx_status(), patch 0042);
 	 * upstream siw flushes the Read instead.
 	 */
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, (int)wc.status)
@@ -843,6 +845,131 @@ TEST_F_TIMEOUT(established, first_send, 1800)
 	       i, (ru_now_ms() - t0) / 1000.0, lost_cli, lost_srv, unsent);
 	ASSERT_EQ(0, lost_cli + lost_srv);
 	ASSERT_EQ(0, unsent);
+}
+
+/*
+ * rdma_connect() does not fail because a TCP socket holds the local port
+ * the RDMA CM picked. The RDMA CM allocates the port of an active
+ * connection from its own port space, which knows nothing of TCP's;
+ * upstream siw's bind() then failed with EADDRINUSE whenever a TCP socket
+ * of the namespace held that port (a socket in TIME_WAIT without
+ * SO_REUSEADDR, any application's connection): CI saw it once in about
+ * 2,000 connections, right after the fuzzer had left its TIME_WAITs. The
+ * client's namespace gets an ephemeral range of PH_PORTS ports, plain TCP
+ * sockets bound there take all of them and give half back; then PH_CONNS
+ * connections must all be established and carry a Send. [upstream-bug]
+ */
+#define PH_CONNS	100
+#define PH_PORTS	1000
+#define PH_RANGE	"61000 61999"
+
+FIXTURE(ports) {
+	int fd[PH_PORTS];
+	int n;
+	char range[64];		/* the namespace's own, restored after */
+};
+
+#define PH_RANGE_FILE	"/proc/sys/net/ipv4/ip_local_port_range"
+
+/* read (buf) or write (text) the current namespace's port range */
+static int ph_range(char *buf, size_t size, const char *text)
+{
+	FILE *f = fopen(PH_RANGE_FILE, text ? "w" : "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = text ? fputs(text, f) >= 0 : fgets(buf, size, f) != NULL;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+FIXTURE_SETUP(ports)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int ns, all = 0, i;
+
+	ASSERT_EQ(1, inet_pton(AF_INET, ru_addr1(), &sin.sin_addr));
+	/*
+	 * The client's namespace gets a range of PH_PORTS ephemeral ports
+	 * (above the default range and the suites' reserved ports), TCP
+	 * sockets take every one of them, then half are free again.
+	 */
+	ns = ru_ns_enter(ru_addr1());
+	ASSERT_LE(0, ns) TH_LOG("%s", ru_errmsg());
+	ASSERT_EQ(0, ph_range(self->range, sizeof(self->range), NULL));
+	ASSERT_EQ(0, ph_range(NULL, 0, PH_RANGE)) TH_LOG("%s", strerror(errno));
+	while (all < PH_PORTS) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (fd < 0)
+			break;
+		if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+			close(fd);
+			break;
+		}
+		self->fd[all++] = fd;
+	}
+	ru_ns_leave(ns);
+	for (i = 0; i < all; i++) {
+		if (i % 2)
+			close(self->fd[i]);
+		else
+			self->fd[self->n++] = self->fd[i];
+	}
+	printf("# ports %s of %s: TCP gave out %d, %d of them still held\n",
+	       PH_RANGE, ru_addr1(), all, self->n);
+	ASSERT_EQ(PH_PORTS, all);
+}
+
+FIXTURE_TEARDOWN(ports)
+{
+	int ns;
+
+	while (self->n > 0)
+		close(self->fd[--self->n]);
+	ns = ru_ns_enter(ru_addr1());
+	if (ns >= 0) {
+		if (self->range[0] && ph_range(NULL, 0, self->range))
+			printf("# could not restore the port range %s", self->range);
+		ru_ns_leave(ns);
+	}
+}
+
+TEST_F_TIMEOUT(ports, connect_while_tcp_holds_half, 300)
+{
+	struct ru_buf cb = {}, sb = {};
+	struct ru_listener l = {};
+	int i, failed = 0;
+
+	RU_ASSERT_OK(ru_listen(&l, ru_addr0(), 0, 16));
+	for (i = 0; i < PH_CONNS; i++) {
+		struct ru_ep c = {}, s = {};
+		struct ru_caps caps;
+		struct ibv_wc wc;
+		int rc;
+
+		ru_caps_default(&caps);
+		rc = ru_pair_open_on(&l, &c, &s, &caps, &caps);
+		if (rc) {
+			printf("# connection %d: %s\n", i, ru_errmsg());
+			failed++;
+		} else {
+			RU_ASSERT_OK(ru_buf_alloc(&cb, c.pd, 64, IBV_ACCESS_LOCAL_WRITE));
+			RU_ASSERT_OK(ru_buf_alloc(&sb, s.pd, 64, IBV_ACCESS_LOCAL_WRITE));
+			RU_ASSERT_OK(ru_post_recv(&s, &sb, 0, 64, 1));
+			RU_ASSERT_OK(ru_post_send(&c, IBV_WR_SEND, &cb, 0, 16, 0, 0,
+						  2, IBV_SEND_SIGNALED));
+			RU_ASSERT_WC_OK(c.scq, 2, &wc);
+			RU_ASSERT_WC_OK(s.rcq, 1, &wc);
+			ru_buf_free(&cb);
+			ru_buf_free(&sb);
+		}
+		ru_ep_close(&c);
+		ru_ep_close(&s);
+	}
+	ru_listener_close(&l);
+	printf("# %d of %d connections failed\n", failed, PH_CONNS);
+	ASSERT_EQ(0, failed);
 }
 
 TEST(remote_invalidate_user_mr)
