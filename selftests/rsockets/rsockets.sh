@@ -209,6 +209,34 @@ with_inline() {	# N -> INL array
 	     'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$d" "$PREFIX/etc/rdma")
 }
 
+# hang_watch PID TOOL LOG: if PID still runs HANG_AFTER seconds from now,
+# append what both ends of TOOL are doing to LOG.hang (user stacks by gdb,
+# kernel stacks, siw's QPs, the TCP connections): the diagnosis of a hang
+# the timeout then ends
+HANG_AFTER=$((LIMIT - 20))
+hang_watch() {
+	local i p
+	for ((i = 0; i < HANG_AFTER * 5; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.2
+	done
+	{
+		echo "== $2 still running after ${HANG_AFTER}s: $(date)"
+		for p in $(pgrep -x "$2"); do
+			echo "== pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline")"
+			for t in /proc/"$p"/task/*; do
+				echo "-- task ${t##*/} ($(cat "$t/comm")), kernel stack:"
+				cat "$t/stack" 2>/dev/null
+			done
+			command -v gdb > /dev/null &&
+				timeout 60 gdb -q -batch -p "$p" -ex 'thread apply all bt' 2>&1 | grep -v '^\[New LWP'
+		done
+		echo "== rdma res show qp -dd"; rdma res show qp -dd 2>&1
+		echo "== rdma res show cm_id"; rdma res show cm_id 2>&1
+		echo "== ss -tnoie (both namespaces)"; ss -tnoie 2>&1; "${CLI_NS[@]}" ss -tnoie 2>&1
+	} >> "$3.hang" 2>&1
+}
+
 # run_case PORT NAME SRV CLI TOOL PATH OPTIONS...: one server and client
 # run; sets why (empty: both ends exit 0, data verified), d (diagnostics),
 # opts and inl
@@ -232,12 +260,21 @@ run_case() {
 		>"$slog" 2>&1 &
 	spid=$!
 	wait_listen "$port" "$spid" || echo "# $name: server not listening on $port (yet)"
+	rm -f "$clog.hang"
 	try=0
 	while :; do
 		try=$((try + 1))
-		"${CLI_NS[@]}" timeout "$LIMIT" "${cenv[@]}" "$(binof "$cli" "$tool")" -s "$A0" -b "$A1" -p "$port" -T v \
-			"${opts[@]}" >"$clog" 2>&1
+		# line-buffered: a client killed by timeout still shows how far
+		# it got
+		"${CLI_NS[@]}" timeout "$LIMIT" "${cenv[@]}" stdbuf -oL "$(binof "$cli" "$tool")" -s "$A0" -b "$A1" -p "$port" -T v \
+			"${opts[@]}" >"$clog" 2>&1 &
+		cpid=$!
+		hang_watch "$cpid" "$tool" "$clog" &
+		wpid=$!
+		wait "$cpid"
 		crc=$?
+		kill "$wpid" 2>/dev/null
+		wait "$wpid" 2>/dev/null
 		[ "$crc" = 0 ] && break
 		# retry only a connection that was refused while the server waits
 		[ "$try" -lt 5 ] && kill -0 "$spid" 2>/dev/null &&
@@ -258,6 +295,7 @@ run_case() {
 	v=$(verified "$tool" "${opts[@]}")
 	d="# $name: $srv $tool server, $cli $tool client, port $port, ${opts[*]}${inl:+ (inline_default $inl)}: server exit $src, client exit $crc ($try tries), ${secs}s; -T v checks $v bytes at each end"
 	d="$d"$'\n'"# $name: client result: $(grep '^custom ' "$clog" | tail -n 1 | tr -s ' ')"
+	[ ! -f "$clog.hang" ] || d="$d"$'\n'"# $name: the hung client's state: $clog.hang"
 }
 
 declare -A DATA_OK DATA_DIAG
@@ -329,6 +367,7 @@ if [ "$REPEAT" -gt 0 ]; then
 			echo "# $rn repeat $k:$why"
 			cp "$slog" "$OUT/rsockets-repeat-$k-server.log"
 			cp "$clog" "$OUT/rsockets-repeat-$k-client.log"
+			[ ! -f "$clog.hang" ] || mv "$clog.hang" "$OUT/rsockets-repeat-$k-client.log.hang"
 		fi
 		[ $((k % 10)) = 0 ] &&
 			echo "# $rn repeat: $k of $REPEAT runs, $bad failed, $((  $(date +%s) - t0r )) s"
