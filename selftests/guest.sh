@@ -116,8 +116,8 @@ for suite in "$@"; do
 		bail "$suite" "${cmd[0]} missing or not executable (make selftests)"
 		continue
 	fi
-	var=SIWX_SUITE_TIMEOUT_${suite//-/_}
-	limit=${!var:-${SUITE[$suite:timeout]}}
+	suite_timeout "$suite"
+	limit=$REPLY
 	if [ "$DRY" = 1 ]; then
 		echo "suite $suite: limit ${limit}s: ${cmd[*]}"
 		continue

@@ -261,8 +261,8 @@ host_run() {
 	suite_expand "$s" "${SUITE[$s:cmd]}"
 	read -r -a hcmd <<< "$REPLY"
 	t0=$(date +%s)
-	var=SIWX_SUITE_TIMEOUT_${s//-/_}
-	limit=${!var:-${SUITE[$s:timeout]}}
+	suite_timeout "$s"
+	limit=$REPLY
 	# what a host suite that boots VMs of its own (tools/vm/run)
 	# needs: the modules and build outputs of this run
 	SIWX_RESULTS=$RES SIWX_MODULE=$SIWX_MODULE SIWX_UPSTREAM_MODULE=$SIWX_UPSTREAM_MODULE \
@@ -426,8 +426,8 @@ if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 	for s in "${host[@]}"; do
 		suite_expand "$s" "${SUITE[$s:cmd]}"
 		read -r -a hcmd <<< "$REPLY"
-		var=SIWX_SUITE_TIMEOUT_${s//-/_}
-		limit=${!var:-${SUITE[$s:timeout]}}
+		suite_timeout "$s"
+		limit=$REPLY
 		if [ -n "${EARLY[$s]:-}" ]; then
 			echo "--- host: $s (${hcmd[*]}; started early)"
 			wait "${EARLY[$s]}"

@@ -145,17 +145,30 @@ suites_pmem() {
 	[ "$mb" = 0 ] || REPLY=${mb}M
 }
 
+# suite_timeout SUITE: its limit in seconds in REPLY: SIWX_SUITE_TIMEOUT_<suite>
+# if set, else its settings' timeout times SIWX_SUITE_TIMEOUT_SCALE (an
+# integer, default 1; make check KERNEL=debug sets 6: everything is that
+# much slower on the debug kernel). 0: none.
+suite_timeout() {
+	local v=SIWX_SUITE_TIMEOUT_${1//-/_}
+	if [ -n "${!v:-}" ]; then
+		REPLY=${!v}
+	else
+		REPLY=$(( ${SUITE[$1:timeout]} * ${SIWX_SUITE_TIMEOUT_SCALE:-1} ))
+	fi
+}
+
 # suites_limit SUITE...: the limit, in seconds, of one boot running them
 # in sequence: every suite's own (its settings' timeout or
-# SIWX_SUITE_TIMEOUT_<suite>, which the guest enforces) plus 300 s to boot,
+# SIWX_SUITE_TIMEOUT_<suite>, which the guest enforces: suite_timeout) plus 300 s to boot,
 # load and tear down, in REPLY. The boot's limit is only a backstop for a
 # guest that stops answering; a hung suite is ended by its own limit. A
 # suite without a limit (timeout=0) counts as 1800 s.
 suites_limit() {
 	local s v t=300
 	for s in "$@"; do
-		v=SIWX_SUITE_TIMEOUT_${s//-/_}
-		v=${!v:-${SUITE[$s:timeout]}}
+		suite_timeout "$s"
+		v=$REPLY
 		[ "$v" != 0 ] || v=1800
 		t=$((t + v))
 	done

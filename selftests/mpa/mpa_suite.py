@@ -738,6 +738,13 @@ RESPONDER_CASES = [
      {"mpa_rev1_retry": "1"},
      [r"^conn 2", r"request rev=1 flags=0x00 .*s=0 pd_len=5 .*"
       r"pdata=68656c6c6f"], [r"event=ESTABLISHED status=0"]),
+    # the retry's connection refused (the peer listens no more): a clean
+    # connect error, no second connection (the module dereferenced the
+    # socket it no longer had: KASAN null-ptr-deref on the debug kernel)
+    ("close_on_enhanced_retry_refused", ["--close-on-enhanced"],
+     ["--pdata", "hello"], {"mpa_rev1_retry": "1"},
+     [r"closing on enhanced request", r"!^conn 2"],
+     [r"event=(REJECTED|CONNECT_ERROR) status=-\d+"]),
 ]
 
 

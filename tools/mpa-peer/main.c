@@ -57,8 +57,9 @@ static void serve(int conn, char **steps, int nsteps)
 }
 
 /*
- * Responder: listen, then --accept-count connections one after the other.
- * Returns the exit status (0: some connection was accepted).
+ * Responder: listen, then --accept-count connections one after the other;
+ * the listener is closed once the last one is accepted. Returns the exit
+ * status (0: some connection was accepted).
  */
 static int responder(const char *addr, const char *port, char **steps,
 		     int nsteps)
@@ -83,13 +84,23 @@ static int responder(const char *addr, const char *port, char **steps,
 			out("accept timeout\n");
 			break;
 		}
+		/*
+		 * No listener while the last connection is served: a peer
+		 * that connects again (siw's revision 1 retry) is refused
+		 * at once, not left to a close that races with it.
+		 */
+		if (i == opt.accept_count) {
+			close(lfd);
+			lfd = -1;
+		}
 		conn_init(fd);
 		serve((int)i, steps, nsteps);
 		close(S.fd);
 		S.fd = -1;
 		served++;
 	}
-	close(lfd);
+	if (lfd >= 0)
+		close(lfd);
 	return served ? 0 : 1;
 }
 
