@@ -352,7 +352,27 @@ TEST_F_TIMEOUT(io, rdma_write, 300)
 	exchange_result(_metadata, c);
 }
 
-/* RDMA Read: both fill their buffer; a reads b's, then b reads a's. */
+/*
+ * Whether the peer VM runs the unmodified upstream siw: SIWX_PAIR_ORDER
+ * names a's module, then b's ("ours-upstream").
+ */
+static int peer_is_upstream(const struct ictx *c)
+{
+	const char *order = getenv("SIWX_PAIR_ORDER");
+
+	if (!order)
+		return 0;
+	return c->is_a ? !strcmp(order, "ours-upstream") :
+			 !strcmp(order, "upstream-ours");
+}
+
+/*
+ * RDMA Read: both fill their buffer; a reads b's, then b reads a's. A
+ * reader whose peer runs upstream siw skips the zero-length Read: upstream
+ * may answer it from the IRQ with the previous WQE's length (patch 0010's
+ * bug: "rresp len: 72 != 0", and the reader's QP goes to error), depending
+ * on timing; fixes and rawpeer test zero-length Reads against siwx.
+ */
 TEST_F_TIMEOUT(io, rdma_read, 300)
 {
 	struct ictx *c = &self->c;
@@ -372,6 +392,10 @@ TEST_F_TIMEOUT(io, rdma_read, 300)
 			ru_fill(c->data.addr, MAXMSG, seed_for(c->seed, 3, MAXMSG));
 			recv_msg(_metadata, c, MSG_DONE, &m);	/* peer ready */
 			for (i = 0; i < NSIZES; i++) {
+				if (!sizes[i] && peer_is_upstream(c)) {
+					printf("# zero-length Read skipped: the peer runs upstream siw (patch 0010)\n");
+					continue;
+				}
 				memset(c->ch.tx.addr, 0x3c, MAXMSG);
 				RU_ASSERT_OK(ru_post_send(&c->ep, IBV_WR_RDMA_READ,
 							  &c->ch.tx, 0, sizes[i],

@@ -104,6 +104,13 @@ for c in "${CASES[@]}"; do
 		fi
 		cp "$clog" "$clog.try$try"; cp "$slog" "$slog.try$try"
 		echo "# $name: try $try: client exit $crc: $(grep -v '^ *-*$' "$clog" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
+		# the client measured: the server ends on its own (its
+		# exit status is judged below)
+		if grep -qE '^ *[0-9]+ +[0-9]+' "$clog"; then
+			wait "$spid"
+			src=$?
+			break
+		fi
 		kill "$spid" 2>/dev/null
 		wait "$spid"
 		src=$?
@@ -118,6 +125,17 @@ for c in "${CASES[@]}"; do
 	summary=$(grep -E '^ *[0-9]+ +[0-9]+' "$clog" | tail -n 1 | tr -s ' ')
 	echo "# $name: client exit $crc after $try tries, server exit $src, ${secs}s"
 	[ -z "$summary" ] || echo "# $name: result line:$summary"
+	# The same race the other way round: the server's closing Send
+	# arrives before the client reposted its receive; the client's QP
+	# is terminated and the repost refused ("ibv_post_recv failed"; a
+	# receive posted to a QP in error fails with the stock libsiw since
+	# patch 0033). Accept that, and only that, on the client too.
+	if [ "$ok" = 0 ] && [ "$crc" != 0 ] && [ "$crc" != 124 ] && [ -n "$summary" ] &&
+	   grep -q 'Failed to close connection between server and client' "$clog" &&
+	   [ "$(grep -c -iE 'error|failed|bad' "$clog")" -le 3 ]; then
+		echo "# $name: client failed only in perftest's closing handshake (no RNR retry on iWARP)"
+		ok=1 crc=0
+	fi
 	# perftest's closing handshake is a Send each way over the test QP;
 	# when the client's arrives before the server posted its receive,
 	# iWARP (no RNR retry) terminates the connection and the server's
