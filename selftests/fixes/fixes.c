@@ -717,52 +717,31 @@ TEST_F_TIMEOUT(listener, accepts_burst, 30 + BURST_ROUNDS * BURST_WAIT_MS / 1000
 #define FS_SRV_TAG	0x5e4d0000u
 #define FS_CLI_TAG	0xc11e0000u
 
+#define FS_MSG_FIRST	1
+
+/* one end: its message channel (one receive posted before connecting) */
 struct fs_side {
 	struct ru_ep ep;
-	struct ru_buf buf;
+	struct ru_chan ch;
 	uint32_t send, expect;
 	int rc, got, sent;
 };
 
-static int fs_on_qp(struct ru_ep *e, void *arg)
-{
-	struct fs_side *f = arg;
-	int rc = ru_buf_alloc(&f->buf, e->pd, 64, IBV_ACCESS_LOCAL_WRITE);
-
-	return rc ? rc : ru_post_recv(e, &f->buf, 0, 32, 1);
-}
-
-static void fs_on_close(struct ru_ep *e, void *arg)
-{
-	ru_buf_free(&((struct fs_side *)arg)->buf);
-}
-
 static void fs_caps(struct ru_caps *caps, struct fs_side *f)
 {
 	ru_caps_default(caps);
-	caps->on_qp = fs_on_qp;
-	caps->on_qp_arg = f;
-	caps->on_close = fs_on_close;
-	caps->on_close_arg = f;
+	ru_chan_caps(caps, &f->ch, 1, sizeof(struct ru_msg),
+		     sizeof(struct ru_msg), IBV_ACCESS_LOCAL_WRITE);
 }
 
-/* Send at once, then wait for the peer's Send and for our completion. */
+/* Send at once, then wait for its completion and the peer's Send. */
 static void fs_exchange(struct fs_side *f)
 {
-	struct ibv_wc wc;
+	struct ru_msg m = { .type = FS_MSG_FIRST, .value = f->send };
 
-	memcpy(f->buf.addr + 32, &f->send, sizeof(f->send));
-	f->rc = ru_post_send(&f->ep, IBV_WR_SEND, &f->buf, 32,
-			     sizeof(f->send), 0, 0, 2, IBV_SEND_SIGNALED);
-	if (f->rc)
-		return;
-	if (ru_poll(f->ep.rcq, &wc, FS_WAIT_MS) == 1 &&
-	    wc.status == IBV_WC_SUCCESS && wc.byte_len == sizeof(f->expect) &&
-	    !memcmp(f->buf.addr, &f->expect, sizeof(f->expect)))
-		f->got = 1;
-	if (ru_poll(f->ep.scq, &wc, FS_WAIT_MS) == 1 &&
-	    wc.status == IBV_WC_SUCCESS)
-		f->sent = 1;
+	f->sent = !ru_msg_send(&f->ep, &f->ch, &m, FS_WAIT_MS);
+	f->got = !ru_msg_recv(&f->ep, &f->ch, FS_MSG_FIRST, &m, FS_WAIT_MS) &&
+		 m.value == f->expect;
 }
 
 struct fs_server {
