@@ -40,6 +40,8 @@ LOG=$OUT/ipcm_pair.log
 TAP_PREFIX=ipcm_pair
 # shellcheck source=../lib/tap_out.sh
 . "$TOP/selftests/lib/tap_out.sh"
+# shellcheck source=../lib/neigh.sh
+. "$TOP/selftests/lib/neigh.sh"
 
 case ${SIWX_PAIR_ORDER:-}/$ROLE in
 ours-ours/a|ours-ours/b) ;;
@@ -151,9 +153,13 @@ server() {
 	SRV=$!
 }
 # client NAME ADDR: ipcm_conn's client, again while the IB CM says there
-# is no listener (status 8) for at most 90 s
+# is no listener (status 8) for at most 90 s. ADDR's neighbour entry is
+# resolved first (lib/neigh.sh; the other VM may still be setting up its
+# macvlan: 60 s at most): rdma_resolve_ip()'s lost wake-up failed b's
+# first request with ADDR_ERROR -110 in CI
 client() {
 	local i
+	neigh_warm "$2" ipcm96 300 >>"$LOG"
 	for i in $(seq 45); do
 		"$CONN" client "$2" "$PORT" "$ME" >"$OUT/$1.cli" 2>&1
 		grep -q '^rejected status=8 ' "$OUT/$1.cli" || break

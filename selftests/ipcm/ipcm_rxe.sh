@@ -44,6 +44,8 @@ TAP_PREFIX=ipcm_rxe
 . "$TOP/selftests/lib/capture.sh"
 # shellcheck source=../lib/ulp.sh
 . "$TOP/selftests/lib/ulp.sh"	# routed_pair_up, routed_pair_down
+# shellcheck source=../lib/neigh.sh
+. "$TOP/selftests/lib/neigh.sh"	# neigh_warm
 
 NS=ipcmx
 X0=192.168.94.1 X1=192.168.94.2 X60=fd94::1 X61=fd94::2
@@ -272,24 +274,6 @@ pair_down() {
 	local d
 	for d in rxep1 rxep0 siwp1 siwp0; do rdma link delete $d 2>/dev/null; done
 	routed_pair_down vp0
-}
-# neigh_warm ADDR DEV: ADDR's neighbour entry on DEV resolved before
-# rdma_cm needs it. rdma_resolve_ip() (drivers/infiniband/core/addr.c, 6.12)
-# starts the neighbour resolution, then queues its request; an ARP or ND
-# answer that comes in between finds no request to wake, and the
-# resolution then waits out its whole timeout (seen here: 20 s, the
-# client's ADDR_RESOLVED timed out). A datagram to ADDR (bash's
-# /dev/udp, the policy route) resolves it first.
-neigh_warm() {
-	local i
-	for i in $(seq 50); do
-		ip neigh show "$1" dev "$2" | grep -qE 'REACHABLE|STALE|DELAY|PROBE' &&
-			return 0
-		(echo x >"/dev/udp/$1/9") 2>/dev/null
-		sleep 0.2
-	done
-	echo "== no neighbour entry for $1 on $2: $(ip neigh show "$1" dev "$2")"
-	return 1
 }
 # carrier DEV [NETNS]: wait (10 s at most) until DEV is up with carrier. A
 # veth's carrier follows "link set up" late under TCG; an ARP request sent
