@@ -121,7 +121,9 @@ boot_limit() {
 }
 VMRUN=$TOP/tools/vm/run
 SUITE_BIN=$SELFTEST_DIR/bin SUITE_STOCK=$SELFTEST_DIR/stock SUITE_KMOD=$SELFTEST_DIR/kmod
-SUITE_TOOLS=$TOP/build/tools SUITE_TOP=$TOP
+# the tools of the same build as the tests (build/debug-kernel/tools for
+# make check KERNEL=debug)
+SUITE_TOOLS=${SELFTEST_DIR%/*}/tools SUITE_TOP=$TOP
 
 single=() single_up=() pair=() host=()
 for s in "${SEL[@]}"; do

@@ -48,7 +48,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 BIN=${SIWX_BIN:-$TOP/build/selftests/bin}
-FUZZ=${SIWX_FUZZ_BIN:-$TOP/build/tools/fuzz/siwx-fuzz}
+FUZZ=${SIWX_FUZZ_BIN:-${BIN%/selftests/bin}/tools/fuzz/siwx-fuzz}	# the same build's
 A0=${SIWX_ADDR0:-192.168.77.1}
 A1=${SIWX_ADDR1:-192.168.77.2}
 IN_NS=()

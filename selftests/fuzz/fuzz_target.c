@@ -8,16 +8,22 @@
  * One process serves every connection the fuzzer makes, one after the
  * other, lock-step over a plain TCP control connection on A:C:
  *
- *   fuzzer -> target   "a N"      accept connection N on the rdma_cm
+ *   fuzzer -> target   "a N [rd=..]"  accept connection N on the rdma_cm
  *                                 listener A:P (the fuzzer is the MPA
  *                                 initiator)
- *                      "c N HOST PORT REV P2P RTR CRC"
+ *                      "c N HOST PORT REV P2P RTR CRC [rd=..]"
  *                                 connect to the fuzzer at HOST:PORT (the
  *                                 fuzzer is the MPA responder), with siw's
  *                                 module parameters mpa_rev, mpa_p2p,
  *                                 mpa_rtr_offer, mpa_crc set first
  *                                 (skipped when the module has none)
  *                      "q"        quit
+ *                      rd=STAG:TO:FILL:LEN@OFF[,LEN@OFF..]  (at most
+ *                                 RD_MAX): once the connection is up, the
+ *                                 target posts one RDMA Read per LEN@OFF
+ *                                 from the fuzzer's STAG at TO+OFF into
+ *                                 region s at OFF (the fuzzer answers
+ *                                 them: siw as the Read requester)
  *   target -> fuzzer   "v N ok|bad|hang|noconn|refused DETAIL"   per
  *                                 connection; refused: the connection
  *                                 failed with an error status (the
@@ -36,11 +42,13 @@
  *   5 p  everything, in the other PD
  *   6 i  everything; registered anew for every connection (a Send with
  *        Invalidate may end it)
+ *   7 s  local write only: the sink of the target's own RDMA Reads
  *
  * The private data of every accept or connect is text the fuzzer (and
  * tools/mpa-peer) turn into variables:
  *   "fz=N b=ADDR st=STRIDE ml=LEN rl=RECVLEN rn=RECVS k0=RKEY .. k6=RKEY"
- * (region i starts at b + i * st).
+ * (region i starts at b + i * st; k7 is region s's lkey, the sink STag
+ * of the target's Read Requests).
  *
  * Receives: --recv (default 512, more than a stream of the fuzzer's
  * --max-steps default sends) slots of 2 x --recv-len (default 256)
@@ -53,7 +61,11 @@
  * and of every receive slot the second half and what lies beyond the
  * length its completion reported. A difference is "bad" with its
  * location; the pattern is then restored so the next connection starts
- * clean. Writable regions (x, w, a, i) are not compared.
+ * clean. Writable regions (x, w, a, i) are not compared. Region s is
+ * compared outside the ranges of the target's Reads; the range of a Read
+ * that completed successfully must hold FILL + its index (the fuzzer's
+ * Read Response payload) in every byte. The verdict line then says
+ * "reads=OK/POSTED".
  *
  * Exit: 0 every verdict ok, 1 some verdict was not, 3 setup failure,
  * 2 usage.
@@ -77,9 +89,12 @@
 #include "rdma_util.h"
 
 #define PAGE		4096
-#define NREG		7
+#define NREG		8
 #define REG_P		5	/* in the second PD */
 #define REG_I		6	/* registered anew per connection */
+#define REG_S		7	/* the sink of our own Reads */
+#define RD_MAX		4
+#define RD_WRID		0x52440000u	/* + the Read's index */
 #define CONN_MS		60000	/* bound of one connection */
 
 /*
@@ -104,6 +119,16 @@ static const struct {
 	       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, 1 },
 	{ "i", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 	       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, 0 },
+	{ "s", IBV_ACCESS_LOCAL_WRITE, 0 },	/* checked by check_reads() */
+};
+
+/* the RDMA Reads the fuzzer asked for on one connection */
+struct reads {
+	unsigned int n, ok;
+	uint32_t stag, fill;
+	uint64_t to;
+	uint32_t len[RD_MAX], off[RD_MAX];
+	int status[RD_MAX];	/* the completion's, -1: none */
 };
 
 struct target {
@@ -122,6 +147,7 @@ struct target {
 	uint8_t *posted;	/* per slot: a receive is posted */
 	int nbad, nconn;
 	char pdata[RU_PDATA_MAX];
+	struct reads rd;
 };
 
 static void usage(void)
@@ -212,7 +238,7 @@ static void make_pdata(struct target *t, unsigned long n)
 		     (uintptr_t)region(t, 0), t->stride, t->ml, t->rl, t->rn);
 	for (i = 0; i < NREG && o < sizeof(t->pdata); i++)
 		o += snprintf(t->pdata + o, sizeof(t->pdata) - o, " k%d=0x%x",
-			      i, t->mr[i]->rkey);
+			      i, i == REG_S ? t->mr[i]->lkey : t->mr[i]->rkey);
 }
 
 static int post_slot(struct target *t, struct ru_ep *e, unsigned int s)
@@ -349,14 +375,126 @@ static int serve(struct target *t, struct ru_ep *e, unsigned int *recvs,
 			       got > t->rl ? t->rl : got);
 			post_slot(t, e, s);
 		}
-		while (ibv_poll_cq(e->scq, 16, wc) > 0)
-			;
+		while ((i = ibv_poll_cq(e->scq, 16, wc)) > 0)
+			while (i-- > 0) {
+				uint64_t k = wc[i].wr_id - RD_WRID;
+
+				if (wc[i].wr_id >= RD_WRID && k < t->rd.n)
+					t->rd.status[k] = wc[i].status;
+			}
 		if (n <= 0)
 			ru_ep_pump_events_wait(e, 2);
 		else
 			ru_ep_pump_events(e);
 	}
 	return 0;
+}
+
+/*
+ * " rd=STAG:TO:FILL:LEN@OFF[,LEN@OFF..]" of a control line into t->rd
+ * (none without it). A Read outside region s, or more than RD_MAX, makes
+ * the line bad: -1.
+ */
+static int parse_reads(struct target *t, const char *line)
+{
+	const char *p = strstr(line, " rd=");
+	struct reads *r = &t->rd;
+	unsigned long long to;
+	unsigned int fill;
+	int used;
+
+	memset(r, 0, sizeof(*r));
+	if (!p)
+		return 0;
+	if (sscanf(p, " rd=%" SCNx32 ":%llx:%u:%n", &r->stag, &to, &fill,
+		   &used) != 3)
+		return -1;
+	r->to = to;
+	r->fill = fill;
+	p += used;
+	while (*p && *p != ' ') {
+		uint32_t len, off;
+
+		if (r->n == RD_MAX ||
+		    sscanf(p, "%" SCNu32 "@%" SCNu32 "%n", &len, &off, &used) != 2 ||
+		    !len || off > t->ml || len > t->ml - off)
+			return -1;
+		r->len[r->n] = len;
+		r->off[r->n] = off;
+		r->status[r->n++] = -1;
+		p += used;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/* post the Reads of t->rd (signaled, one by one): 0 or an errno */
+static int post_reads(struct target *t, struct ru_ep *e)
+{
+	unsigned int k;
+
+	for (k = 0; k < t->rd.n; k++) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)region(t, REG_S) + t->rd.off[k],
+			.length = t->rd.len[k],
+			.lkey = t->mr[REG_S]->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = RD_WRID + k,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_READ,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma.remote_addr = t->rd.to + t->rd.off[k],
+			.wr.rdma.rkey = t->rd.stag,
+		}, *bad;
+		int rc = ibv_post_send(e->qp, &wr, &bad);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Region s after the connection: unchanged outside the Reads' ranges; the
+ * range of a Read that completed successfully holds its payload (FILL +
+ * index in every byte), the others anything (a response may have placed
+ * part of it before it failed). Counts the good Reads in t->rd.ok.
+ */
+static void check_reads(struct target *t, char *why, size_t n)
+{
+	const uint8_t *m = region(t, REG_S);
+	const uint8_t *r = t->ref + (m - t->mem);
+	size_t i;
+	unsigned int k;
+
+	t->rd.ok = 0;
+	for (i = 0; i < t->ml; i++) {
+		int in = -1;
+
+		for (k = 0; k < t->rd.n && in < 0; k++)
+			if (i >= t->rd.off[k] && i - t->rd.off[k] < t->rd.len[k])
+				in = (int)k;
+		if (in < 0 && m[i] != r[i]) {
+			if (!why[0])
+				snprintf(why, n, "region s changed outside the "
+					 "Reads at +%zu (0x%02x, pattern 0x%02x)",
+					 i, m[i], r[i]);
+			return;
+		}
+		if (in >= 0 && t->rd.status[in] == IBV_WC_SUCCESS &&
+		    m[i] != (uint8_t)(t->rd.fill + in)) {
+			if (!why[0])
+				snprintf(why, n, "Read %d completed but region s "
+					 "+%zu holds 0x%02x, not 0x%02x", in, i,
+					 m[i], (uint8_t)(t->rd.fill + in));
+			return;
+		}
+	}
+	for (k = 0; k < t->rd.n; k++)
+		t->rd.ok += t->rd.status[k] == IBV_WC_SUCCESS;
 }
 
 /* the MPA settings of siw's initiator (skipped when the module has none) */
@@ -441,9 +579,14 @@ static void one(struct target *t, int ctl, struct ru_listener *l,
 		return;
 	}
 	why2[0] = 0;
+	rc = post_reads(t, &e);
+	if (rc)
+		snprintf(why2, sizeof(why2), "posting %u RDMA Reads: %s",
+			 t->rd.n, strerror(rc));
 	rc = serve(t, &e, &recvs, why2, sizeof(why2));
 	ru_ep_close(&e);
 	check_memory(t, why, sizeof(why));
+	check_reads(t, why, sizeof(why));
 	if (why2[0] && !why[0])
 		snprintf(why, sizeof(why), "%s", why2);
 	if (rc) {
@@ -454,7 +597,8 @@ static void one(struct target *t, int ctl, struct ru_listener *l,
 		say(ctl, "v %lu bad %s (recvs=%u)", n, why, recvs);
 		t->nbad++;
 	} else {
-		say(ctl, "v %lu ok recvs=%u", n, recvs);
+		say(ctl, "v %lu ok recvs=%u reads=%u/%u", n, recvs, t->rd.ok,
+		    t->rd.n);
 	}
 	restore_memory(t);
 }
@@ -507,7 +651,7 @@ int main(int argc, char **argv)
 {
 	struct target t = { .ml = 8192, .rl = 256, .rn = 512, .ird = 16 };
 	struct ru_listener l = { 0 };
-	char line[256];
+	char line[512];
 	int i, ctl;
 
 	t.addr = ru_addr0();
@@ -564,6 +708,10 @@ int main(int argc, char **argv)
 
 		if (!strcmp(line, "q"))
 			break;
+		if (parse_reads(&t, line)) {
+			fprintf(stderr, "fuzz_target: bad rd= in '%s'\n", line);
+			break;
+		}
 		if (sscanf(line, "a %lu", &n) == 1) {
 			one(&t, ctl, &l, n, NULL, 0);
 		} else if (sscanf(line, "c %lu %63s %u %7s %7s %31s %7s", &n,

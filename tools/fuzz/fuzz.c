@@ -47,6 +47,11 @@
 #define STALL_MS	5000
 #define MAX_OUTSTANDING	4
 #define MAX_OUTCOMES	4096
+#define RD_MAX		4		/* fuzz_target's Reads per connection */
+#define RD_SLOT		1024		/* each in its own slot of region s */
+#define RD_STAG		0xc0de5a00u	/* our "memory" the target reads */
+#define RD_TO		0x100000u
+#define REG_S		7		/* fuzz_target's Read sink (k7: lkey) */
 
 /* ---------------------------------------------------------------- rng */
 
@@ -130,6 +135,7 @@ struct gstep {
 	int breaks;		/* MPA framing no longer intact after it */
 	int req;
 	int ends;		/* a Terminate of ours: the stream ends */
+	int rresp;		/* an unmutated last Read Response segment */
 	const char *mut;	/* its mutation, or NULL */
 };
 
@@ -137,6 +143,10 @@ struct stream {
 	int role, rev, crc, p2p, split;
 	const char *rtr;
 	uint64_t cseed;
+	/* the RDMA Reads fuzz_target posts to us (siw as the requester) */
+	int nrd;
+	unsigned int rd_fill;
+	uint32_t rd_len[RD_MAX], rd_off[RD_MAX];
 	int n;
 	struct gstep s[MAX_STEPS];
 };
@@ -491,7 +501,8 @@ static const char *mutate(struct gen *g, const struct lens *L, int crc,
 			/* trailing bytes behind a header that has none */
 			char hex[2 * 64 + 1];
 
-			if (!strcmp(g->cmd, "send") || !strcmp(g->cmd, "write"))
+			if (!strcmp(g->cmd, "send") || !strcmp(g->cmd, "write") ||
+			    !strcmp(g->cmd, "read_resp"))
 				continue;
 			if (!strcmp(g->cmd, "imm")) {
 				/* Immediate Data of another size than 8 */
@@ -583,6 +594,84 @@ static const char *wild(struct stream *s, const struct lens *L)
 	}
 }
 
+/* a Read Response mutation of its own; "" when it is none of these */
+static const char *rresp_mutate(struct gen *g, const struct stream *s, int k)
+{
+	uint32_t len = s->rd_len[k], off = s->rd_off[k];
+
+	switch (rn(7)) {
+	case 0:		/* more than the Read asked for */
+		gset(g, "len", "%u", len + 1 + rn(64));
+		return "rresp_too_long";
+	case 6:		/* more, in a segment that is not the last */
+		gset(g, "len", "%u", len + 1 + rn(64));
+		gset(g, "l", "0");
+		return "rresp_too_long_not_last";
+	case 1:		/* less, and the last segment */
+		gset(g, "len", "%u", rn(len));
+		return "rresp_too_short";
+	case 2:		/* another offset in the sink */
+		gset(g, "to", "${a%d}+%u", REG_S, rn(2) ? off + 1 + rn(64) :
+		     (off > 64 ? off - 1 - rn(64) : off + len));
+		return "rresp_sink_offset";
+	case 3:		/* another STag: a region's rkey, or off by a bit */
+		if (rn(2))
+			gset(g, "stag", "${k%u}", rn(NREG));
+		else
+			gset(g, "stag", "${k%d}^0x%x", REG_S, 1u << rn(32));
+		return "rresp_sink_stag";
+	case 4:		/* untagged: a Read Response must be tagged */
+		gset(g, "t", "0");
+		return "rresp_untagged";
+	default:	/* the same response twice */
+		gset(g, "repeat", "2");
+		return "rresp_repeat";
+	}
+}
+
+/*
+ * The answers to the target's Reads: "@rreq" (wait for its Read Requests),
+ * then one response per Read, some in two DDP segments; in a connection
+ * with mutations (p > 0) a fifth of them mutated.
+ */
+static void g_reads(struct stream *s, const struct lens *L, uint32_t p,
+		    int *broken)
+{
+	int k;
+
+	(void)L;
+	push(s, "@rreq", 0, 0, 0, 0, NULL);
+	for (k = 0; k < s->nrd; k++) {
+		uint32_t len = s->rd_len[k], off = s->rd_off[k], first;
+		const char *mut = NULL;
+		struct gen g, g2;
+		int breaks = 0;
+
+		gnew(&g, "read_resp", 1, 0);
+		gset(&g, "stag", "${k%d}", REG_S);
+		gset(&g, "to", "${a%d}+%u", REG_S, off);
+		gset(&g, "len", "%u", len);
+		gset(&g, "fill", "%u", (s->rd_fill + k) & 0xff);
+		if (p && rn(5) == 0)
+			mut = rn(2) ? rresp_mutate(&g, s, k) :
+			      mutate(&g, L, s->crc, &breaks);
+		if (!mut && len > 1 && !rn(3)) {
+			/* two DDP segments */
+			first = 1 + rn(len - 1);
+			g2 = g;
+			gset(&g, "len", "%u", first);
+			gset(&g, "l", "0");
+			gpush(s, &g, 0, NULL);
+			gset(&g2, "to", "${a%d}+%u", REG_S, off + first);
+			gset(&g2, "len", "%u", len - first);
+			g = g2;
+		}
+		gpush(s, &g, breaks, mut);
+		s->s[s->n - 1].rresp = !mut;
+		*broken |= breaks;
+	}
+}
+
 /*
  * The stream of one connection: up to --max-steps steps, a share p of
  * them mutated (p is 0, 0.5, 1, 2 or 5 %, drawn per connection; a
@@ -593,16 +682,20 @@ static void generate(struct stream *s, const struct lens *L)
 {
 	static const uint32_t pm[] = { 0, 5, 10, 20, 50 };	/* per 1000 */
 	uint32_t p = pm[rn(5)], nsteps = 1 + rn((uint32_t)o.max_steps);
+	uint32_t rd_at = s->nrd ? rn(nsteps) : nsteps;
 	int outstanding = 0, broken = 0;
 	uint32_t i;
 
-	for (i = 0; i < nsteps && s->n < MAX_STEPS - 4; i++) {
+	for (i = 0; i < nsteps && s->n < MAX_STEPS - 4 - 2 * RD_MAX; i++) {
 		struct gen g;
 		const char *mut = NULL;
-		int breaks = 0, kind = rn(100);
+		int breaks = 0, kind;
 		uint32_t len = 0, off = 0;
 		int reg = 0;
 
+		if (i == rd_at)
+			g_reads(s, L, p, &broken);
+		kind = rn(100);
 		if (rn(1000) < p / 4) {
 			mut = wild(s, L);
 			if (s->s[s->n - 1].breaks)
@@ -658,7 +751,64 @@ static struct {
 	int responses;		/* responses to our requests */
 	int probe_ok;
 	uint64_t frames_rx;
+	int rreqs;		/* the target's Read Requests */
+	char rreq_bad[160];	/* the first one not as it posted it */
+	/* an RFC 6581 Read RTR (a zero-length Read Request) to answer */
+	int rtr_read;
+	uint32_t rtr_stag;
+	uint64_t rtr_to;
 } W;
+
+/* the stream on the wire (on_rx checks the Read Requests against it) */
+static const struct stream *cur;
+
+/* the target's Read Request k (header p): as fuzz_target posted it? */
+static void check_rreq(const uint8_t *p, size_t len)
+{
+	const uint8_t *h = p + SIWX_DDP_UNTAGGED_HDR_SIZE;
+	uint64_t a7 = 0, k7 = 0, sink_to, src_to;
+	uint32_t sink_stag, size, src_stag, off;
+	int k;
+
+	if (len >= SIWX_DDP_UNTAGGED_HDR_SIZE + SIWX_RDMAP_READ_REQ_SIZE &&
+	    !rd32(h + SIWX_RREQ_OFF_SIZE)) {
+		/* the Read RTR of siw as the initiator, not one of ours */
+		W.rtr_read = 1;
+		W.rtr_stag = rd32(h + SIWX_RREQ_OFF_SINK_STAG);
+		W.rtr_to = rd64(h + SIWX_RREQ_OFF_SINK_TO);
+		return;
+	}
+	k = W.rreqs++;
+	if (W.rreq_bad[0])
+		return;
+	if (!cur || k >= cur->nrd) {
+		snprintf(W.rreq_bad, sizeof(W.rreq_bad),
+			 "Read Request %d, %d posted", k + 1, cur ? cur->nrd : 0);
+		return;
+	}
+	if (len < SIWX_DDP_UNTAGGED_HDR_SIZE + SIWX_RDMAP_READ_REQ_SIZE) {
+		snprintf(W.rreq_bad, sizeof(W.rreq_bad),
+			 "Read Request %d of %zu bytes", k, len);
+		return;
+	}
+	get_var("a7", 2, &a7);
+	get_var("k7", 2, &k7);
+	off = cur->rd_off[k];
+	sink_stag = rd32(h + SIWX_RREQ_OFF_SINK_STAG);
+	sink_to = rd64(h + SIWX_RREQ_OFF_SINK_TO);
+	size = rd32(h + SIWX_RREQ_OFF_SIZE);
+	src_stag = rd32(h + SIWX_RREQ_OFF_SRC_STAG);
+	src_to = rd64(h + SIWX_RREQ_OFF_SRC_TO);
+	if (sink_stag != (uint32_t)k7 || sink_to != a7 + off ||
+	    size != cur->rd_len[k] || src_stag != RD_STAG ||
+	    src_to != (uint64_t)RD_TO + off)
+		snprintf(W.rreq_bad, sizeof(W.rreq_bad),
+			 "Read Request %d: sink 0x%x@0x%" PRIx64 " size %u src "
+			 "0x%x@0x%" PRIx64 ", posted 0x%x@0x%" PRIx64 " %u 0x%x@0x%" PRIx64,
+			 k, sink_stag, sink_to, size, src_stag, src_to,
+			 (uint32_t)k7, a7 + off, cur->rd_len[k], RD_STAG,
+			 (uint64_t)RD_TO + off);
+}
 
 static void on_rx(const uint8_t *p, size_t len, const char *crcs)
 {
@@ -684,6 +834,9 @@ static void on_rx(const uint8_t *p, size_t len, const char *crcs)
 			W.term_code = t[SIWX_TERM_OFF_ECODE];
 		}
 		W.term = 1;
+		break;
+	case SIWX_RDMAP_OP_READ_REQ:
+		check_rreq(p, len);
 		break;
 	case SIWX_RDMAP_OP_READ_RESP:
 		if ((p[0] & SIWX_DDP_FLAG_T) && len >= SIWX_DDP_TAGGED_HDR_SIZE &&
@@ -852,6 +1005,23 @@ struct result {
 	uint64_t frames;
 };
 
+/* the control line's " rd=..." for the stream's Reads ("" for none) */
+static const char *rd_arg(const struct stream *s)
+{
+	static char buf[160];
+	size_t n;
+	int k;
+
+	if (!s->nrd)
+		return "";
+	n = snprintf(buf, sizeof(buf), " rd=0x%x:0x%x:%u:", RD_STAG, RD_TO,
+		     s->rd_fill);
+	for (k = 0; k < s->nrd && n < sizeof(buf); k++)
+		n += snprintf(buf + n, sizeof(buf) - n, "%s%u@%u", k ? "," : "",
+			      s->rd_len[k], s->rd_off[k]);
+	return buf;
+}
+
 static const char *rtr_name[] = { "send", "write", "read" };
 
 /* the MPA handshake in role s->role; 0 ok */
@@ -887,7 +1057,7 @@ static int handshake(struct stream *s, unsigned long n, struct result *res)
 	if (parse_options(ac, av) != ac)
 		die(2, "internal: options");
 	if (!s->role) {
-		ctl_send("a %lu", n);
+		ctl_send("a %lu%s", n, rd_arg(s));
 		fd = tcp_connect(o.addr, o.port, NULL, 15000);
 		conn_init(fd);
 		if (mpa_initiate(NULL, 0) != -1) {
@@ -900,8 +1070,8 @@ static int handshake(struct stream *s, unsigned long n, struct result *res)
 		char port[16];
 
 		snprintf(port, sizeof(port), "%u", atoi(o.port) + 2);
-		ctl_send("c %lu %s %s %d %d %s %d", n, o.laddr, port,
-			 s->rev, s->p2p, s->rtr, s->crc);
+		ctl_send("c %lu %s %s %d %d %s %d%s", n, o.laddr, port,
+			 s->rev, s->p2p, s->rtr, s->crc, rd_arg(s));
 		fd = tcp_accept(lfd, 20000);
 		if (fd < 0) {
 			snprintf(res->cls, sizeof(res->cls), "handshake");
@@ -928,7 +1098,7 @@ static int handshake(struct stream *s, unsigned long n, struct result *res)
 	return 0;
 }
 
-/* the regions' addresses as variables a0..a6 */
+/* the regions' addresses as variables a0..a7 */
 static int region_vars(struct lens *L)
 {
 	uint64_t b, st, v;
@@ -942,7 +1112,7 @@ static int region_vars(struct lens *L)
 	if (get_var("rl", 2, &v))
 		return -1;
 	L->rl = (uint32_t)v;
-	for (i = 0; i < NREG; i++) {
+	for (i = 0; i <= REG_S; i++) {
 		snprintf(name, sizeof(name), "a%d", i);
 		set_var(name, 2, b + (uint64_t)i * st);
 	}
@@ -960,10 +1130,11 @@ static void run_conn(struct stream *s, unsigned long n, const char *keep,
 	char line[512];
 	struct lens L;
 	int i, broken = 0, ours_term = 0, stalled = 0, asked = 0, mutated = 0;
-	int fl;
+	int fl, answered = 0;
 
 	memset(res, 0, sizeof(*res));
 	memset(&W, 0, sizeof(W));
+	cur = s;
 	if (handshake(s, n, res))
 		goto verdict;
 	if (region_vars(&L)) {
@@ -994,7 +1165,32 @@ static void run_conn(struct stream *s, unsigned long n, const char *keep,
 				pump(20);
 			continue;
 		}
+		if (!strcmp(g->text, "@rreq")) {
+			/* wait for the target's Read Requests */
+			uint64_t end = now_ms() + 3000;
+
+			if (send_queued(s->split))
+				stalled = 1;
+			while (now_ms() < end && !S.closed && !W.term &&
+			       W.rreqs < s->nrd)
+				pump(20);
+			if (W.rtr_read == 1) {
+				/*
+				 * the target's Read RTR heads its ORQ: answer
+				 * it first (RFC 6581: a zero-length response)
+				 */
+				char rtr[96], *rp = rtr;
+
+				snprintf(rtr, sizeof(rtr),
+					 "read_resp stag=0x%x to=0x%" PRIx64 " len=0",
+					 W.rtr_stag, W.rtr_to);
+				run_steps(&rp, 1);
+				W.rtr_read = 2;
+			}
+			continue;
+		}
 		run_steps(&g->text, 1);
+		answered += g->rresp;
 		res->frames += g->frames;
 		asked += g->req;
 		mutated |= !!g->mut;
@@ -1046,6 +1242,9 @@ static void run_conn(struct stream *s, unsigned long n, const char *keep,
 		snprintf(res->detail, sizeof(res->detail),
 			 "a stream without a mutation got a Terminate (%s)",
 			 res->outcome);
+	} else if (W.rreq_bad[0]) {
+		snprintf(res->cls, sizeof(res->cls), "read_request");
+		snprintf(res->detail, sizeof(res->detail), "%s", W.rreq_bad);
 	} else if (W.after_term) {
 		snprintf(res->cls, sizeof(res->cls), "fpdu_after_terminate");
 		snprintf(res->detail, sizeof(res->detail),
@@ -1085,6 +1284,20 @@ verdict:
 		} else if (strcmp(what, "ok") && !res->cls[0]) {
 			snprintf(res->cls, sizeof(res->cls), "target_%s", what);
 			snprintf(res->detail, sizeof(res->detail), "%s", line);
+		} else if (!strcmp(what, "ok") && !res->cls[0] && s->nrd &&
+			   answered == s->nrd && !mutated && !broken &&
+			   !ours_term && !W.term && !stalled) {
+			/* every Read answered as asked: each must have completed */
+			const char *r = strstr(line, " reads=");
+			unsigned int ok = 0, posted = 0;
+
+			if (!r || sscanf(r, " reads=%u/%u", &ok, &posted) != 2 ||
+			    posted != (unsigned int)s->nrd || ok != posted) {
+				snprintf(res->cls, sizeof(res->cls), "reads_failed");
+				snprintf(res->detail, sizeof(res->detail),
+					 "valid Read Responses, the target says '%s'",
+					 line);
+			}
 		}
 	}
 	if (!res->outcome[0])
@@ -1116,6 +1329,19 @@ static void stream_init(struct stream *s, unsigned long c)
 	s->p2p = s->rev == 2 && rn(3);
 	s->rtr = rtr_name[rn(3)];
 	s->split = rn(2);
+	/* two in five connections: the target reads from us, too */
+	if (rn(5) < 2) {
+		int k;
+
+		s->nrd = 1 + (int)rn(RD_MAX);
+		s->rd_fill = rn(256);
+		for (k = 0; k < s->nrd; k++) {
+			uint32_t len = rn(4) ? 1 + rn(256) : 1 + rn(RD_SLOT);
+
+			s->rd_len[k] = len;
+			s->rd_off[k] = k * RD_SLOT + rn(RD_SLOT - len + 1);
+		}
+	}
 }
 
 static void write_replay(const char *path, const struct stream *s,
@@ -1134,6 +1360,8 @@ static void write_replay(const char *path, const struct stream *s,
 		r->detail, r->outcome);
 	fprintf(f, "cfg role=%d rev=%d crc=%d p2p=%d rtr=%s split=%d cseed=0x%" PRIx64 "\n",
 		s->role, s->rev, s->crc, s->p2p, s->rtr, s->split, s->cseed);
+	if (s->nrd)
+		fprintf(f, "reads%s\n", rd_arg(s));
 	for (i = 0; i < s->n; i++) {
 		if (keep && !keep[i])
 			continue;
@@ -1165,6 +1393,24 @@ static int read_replay(const char *path, struct stream *s)
 				die(2, "%s: bad cfg line", path);
 			s->rtr = !strcmp(rtr, "send") ? rtr_name[0] :
 				 !strcmp(rtr, "read") ? rtr_name[2] : rtr_name[1];
+		} else if (!strncmp(line, "reads rd=", 9)) {
+			const char *p = strchr(line + 9, ':');
+			unsigned int len, off;
+			int used;
+
+			/* rd=STAG:TO:FILL:LEN@OFF,... (STAG and TO are ours) */
+			p = p ? strchr(p + 1, ':') : NULL;
+			if (!p || sscanf(p + 1, "%u:%n", &s->rd_fill, &used) != 1)
+				die(2, "%s: bad reads line", path);
+			p += 1 + used;
+			while (sscanf(p, "%u@%u%n", &len, &off, &used) == 2 &&
+			       s->nrd < RD_MAX) {
+				s->rd_len[s->nrd] = len;
+				s->rd_off[s->nrd++] = off;
+				p += used + (p[used] == ',');
+			}
+			if (!s->nrd)
+				die(2, "%s: bad reads line", path);
 		} else if (!strncmp(line, "step ", 5) ||
 			   !strncmp(line, "mstep ", 6)) {
 			const char *t = line + 5, *mut = NULL;
@@ -1183,10 +1429,13 @@ static int read_replay(const char *path, struct stream *s)
 				  strstr(t, " trunc=") || strstr(t, " pad=");
 			const char *rep = strstr(t, " repeat=");
 
-			push(s, t, strcmp(t, "@drain") ? (rep ? atoi(rep + 8) : 1) : 0,
+			push(s, t, strcmp(t, "@drain") && strcmp(t, "@rreq") ?
+			     (rep ? atoi(rep + 8) : 1) : 0,
 			     brk, !strncmp(t, "read_req ", 9) ||
 			     !strncmp(t, "atomic ", 7) || !strncmp(t, "flush ", 6) ||
 			     !strncmp(t, "awrite ", 7), ours_terminate(t), mut);
+			s->s[s->n - 1].rresp = !mut && !strncmp(t, "read_resp ", 10) &&
+					       !strstr(t, " l=0");
 		}
 	}
 	fclose(f);
