@@ -152,8 +152,9 @@ check-debug: stage modules rdma-core selftests
 		$(TOP)/selftests/run.sh $(SUITES)
 else
 # The series check runs at nice 19 next to the VM tests (they leave a
-# third of the CPUs idle while guests wait); its log follows theirs.
-check: stage modules rdma-core selftests deb
+# third of the CPUs idle while guests wait); its log follows theirs. The
+# packages are built by suite deb itself (make deb), in the early lane.
+check: stage modules rdma-core selftests
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
 	@log=$(BUILD)/series-check.log; \
 	KDIR=$(KDIR) nice -n 19 $(TOP)/tools/series-check.sh $(BUILD) >$$log 2>&1 & sc=$$!; \

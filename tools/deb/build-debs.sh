@@ -49,6 +49,8 @@ src=$build/siwx/src
 case $ver in [0-9]*) ;; *) die "version '$ver' does not start with a digit" ;; esac
 
 mkdir -p "$out" "$work"
+# only this version's packages in OUT_DIR: suite deb installs siwx-*.deb
+rm -f "$out"/siwx-dkms_*.deb "$out"/siwx-rdma-core_*.deb "$out"/siwx-wireshark_*.deb
 
 # the common parts of a binary package's tree: docs, md5sums, size
 doc_files() {	# ROOT PACKAGE
