@@ -135,6 +135,11 @@ tc rdmap.version_0 "" "" "term=0/2/0x05" 'send data=00 rv=0'
 tc rdmap.version_2 "" "" "term=0/2/0x05" 'send data=00 rv=2'
 tc ddp.version_0_untagged "" "" "term=1/2/0x06" 'send data=00 dv=0'
 tc ddp.version_0_tagged "" "" "term=1/1/0x04" "write $AT data=00 dv=0"
+# The DDP Tagged flag must be the opcode's (patch 0040; upstream siw reads
+# the header by the opcode alone and takes the message): a Send flagged
+# tagged, an RDMA Write flagged untagged (not placed).
+tc ddp.send_tagged "" "" "term=0/2/0x06" 'send data=0011223344 t=1'
+tc ddp.write_untagged "" "" "term=0/2/0x06" "write $AT data=a1b2c3d4 t=0"
 tc mpa.bad_crc "" "--crc" "term=2/0/0x02" 'send data=00 crc=bad'
 # With MPA CRC an FPDU is placed only once its CRC checked out (patch
 # 0032): a corrupted RDMA Write leaves the target as it was (upstream siw

@@ -752,6 +752,10 @@ static struct {
 	int probe_ok;
 	uint64_t frames_rx;
 	int rreqs;		/* the target's Read Requests */
+	struct rreq {
+		uint32_t sink_stag, size, src_stag;
+		uint64_t sink_to, src_to;
+	} rq[RD_MAX];
 	char rreq_bad[160];	/* the first one not as it posted it */
 	/* an RFC 6581 Read RTR (a zero-length Read Request) to answer */
 	int rtr_read;
@@ -759,55 +763,72 @@ static struct {
 	uint64_t rtr_to;
 } W;
 
-/* the stream on the wire (on_rx checks the Read Requests against it) */
-static const struct stream *cur;
-
-/* the target's Read Request k (header p): as fuzz_target posted it? */
-static void check_rreq(const uint8_t *p, size_t len)
+/*
+ * A Read Request of the target (header p): kept, and checked against the
+ * Read it posted once the region variables are known (check_rreqs(); the
+ * first may arrive with the MPA Reply, before region_vars() ran).
+ */
+static void note_rreq(const uint8_t *p, size_t len)
 {
 	const uint8_t *h = p + SIWX_DDP_UNTAGGED_HDR_SIZE;
-	uint64_t a7 = 0, k7 = 0, sink_to, src_to;
-	uint32_t sink_stag, size, src_stag, off;
-	int k;
+	struct rreq *q;
 
-	if (len >= SIWX_DDP_UNTAGGED_HDR_SIZE + SIWX_RDMAP_READ_REQ_SIZE &&
-	    !rd32(h + SIWX_RREQ_OFF_SIZE)) {
+	if (len < SIWX_DDP_UNTAGGED_HDR_SIZE + SIWX_RDMAP_READ_REQ_SIZE) {
+		if (!W.rreq_bad[0])
+			snprintf(W.rreq_bad, sizeof(W.rreq_bad),
+				 "Read Request %d of %zu bytes", W.rreqs, len);
+		W.rreqs++;
+		return;
+	}
+	if (!rd32(h + SIWX_RREQ_OFF_SIZE)) {
 		/* the Read RTR of siw as the initiator, not one of ours */
 		W.rtr_read = 1;
 		W.rtr_stag = rd32(h + SIWX_RREQ_OFF_SINK_STAG);
 		W.rtr_to = rd64(h + SIWX_RREQ_OFF_SINK_TO);
 		return;
 	}
-	k = W.rreqs++;
+	if (W.rreqs < RD_MAX) {
+		q = &W.rq[W.rreqs];
+		q->sink_stag = rd32(h + SIWX_RREQ_OFF_SINK_STAG);
+		q->sink_to = rd64(h + SIWX_RREQ_OFF_SINK_TO);
+		q->size = rd32(h + SIWX_RREQ_OFF_SIZE);
+		q->src_stag = rd32(h + SIWX_RREQ_OFF_SRC_STAG);
+		q->src_to = rd64(h + SIWX_RREQ_OFF_SRC_TO);
+	}
+	W.rreqs++;
+}
+
+/* the Read Requests received against the Reads the target posted */
+static void check_rreqs(const struct stream *s)
+{
+	uint64_t a7 = 0, k7 = 0;
+	int k;
+
 	if (W.rreq_bad[0])
 		return;
-	if (!cur || k >= cur->nrd) {
+	if (W.rreqs > s->nrd) {
 		snprintf(W.rreq_bad, sizeof(W.rreq_bad),
-			 "Read Request %d, %d posted", k + 1, cur ? cur->nrd : 0);
-		return;
-	}
-	if (len < SIWX_DDP_UNTAGGED_HDR_SIZE + SIWX_RDMAP_READ_REQ_SIZE) {
-		snprintf(W.rreq_bad, sizeof(W.rreq_bad),
-			 "Read Request %d of %zu bytes", k, len);
+			 "%d Read Requests, %d posted", W.rreqs, s->nrd);
 		return;
 	}
 	get_var("a7", 2, &a7);
 	get_var("k7", 2, &k7);
-	off = cur->rd_off[k];
-	sink_stag = rd32(h + SIWX_RREQ_OFF_SINK_STAG);
-	sink_to = rd64(h + SIWX_RREQ_OFF_SINK_TO);
-	size = rd32(h + SIWX_RREQ_OFF_SIZE);
-	src_stag = rd32(h + SIWX_RREQ_OFF_SRC_STAG);
-	src_to = rd64(h + SIWX_RREQ_OFF_SRC_TO);
-	if (sink_stag != (uint32_t)k7 || sink_to != a7 + off ||
-	    size != cur->rd_len[k] || src_stag != RD_STAG ||
-	    src_to != (uint64_t)RD_TO + off)
-		snprintf(W.rreq_bad, sizeof(W.rreq_bad),
-			 "Read Request %d: sink 0x%x@0x%" PRIx64 " size %u src "
-			 "0x%x@0x%" PRIx64 ", posted 0x%x@0x%" PRIx64 " %u 0x%x@0x%" PRIx64,
-			 k, sink_stag, sink_to, size, src_stag, src_to,
-			 (uint32_t)k7, a7 + off, cur->rd_len[k], RD_STAG,
-			 (uint64_t)RD_TO + off);
+	for (k = 0; k < W.rreqs; k++) {
+		const struct rreq *q = &W.rq[k];
+		uint32_t off = s->rd_off[k];
+
+		if (q->sink_stag != (uint32_t)k7 || q->sink_to != a7 + off ||
+		    q->size != s->rd_len[k] || q->src_stag != RD_STAG ||
+		    q->src_to != (uint64_t)RD_TO + off) {
+			snprintf(W.rreq_bad, sizeof(W.rreq_bad),
+				 "Read Request %d: sink 0x%x@0x%" PRIx64 " size %u src "
+				 "0x%x@0x%" PRIx64 ", posted 0x%x@0x%" PRIx64 " %u 0x%x@0x%" PRIx64,
+				 k, q->sink_stag, q->sink_to, q->size, q->src_stag,
+				 q->src_to, (uint32_t)k7, a7 + off, s->rd_len[k],
+				 RD_STAG, (uint64_t)RD_TO + off);
+			return;
+		}
+	}
 }
 
 static void on_rx(const uint8_t *p, size_t len, const char *crcs)
@@ -836,7 +857,7 @@ static void on_rx(const uint8_t *p, size_t len, const char *crcs)
 		W.term = 1;
 		break;
 	case SIWX_RDMAP_OP_READ_REQ:
-		check_rreq(p, len);
+		note_rreq(p, len);
 		break;
 	case SIWX_RDMAP_OP_READ_RESP:
 		if ((p[0] & SIWX_DDP_FLAG_T) && len >= SIWX_DDP_TAGGED_HDR_SIZE &&
@@ -1134,7 +1155,6 @@ static void run_conn(struct stream *s, unsigned long n, const char *keep,
 
 	memset(res, 0, sizeof(*res));
 	memset(&W, 0, sizeof(W));
-	cur = s;
 	if (handshake(s, n, res))
 		goto verdict;
 	if (region_vars(&L)) {
@@ -1224,6 +1244,7 @@ static void run_conn(struct stream *s, unsigned long n, const char *keep,
 	/* the end: we close; read what is left (a Terminate, the FIN) */
 	shutdown(S.fd, SHUT_WR);
 	pump(W.term || broken || ours_term ? 1500 : 300);
+	check_rreqs(s);
 
 	if (W.term)
 		snprintf(res->outcome, sizeof(res->outcome), "term:%d/%d/0x%02x",
