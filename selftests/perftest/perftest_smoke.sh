@@ -21,7 +21,7 @@ D0=${SIWX_DEV0:-siw0}
 D1=${SIWX_DEV1:-siw1}
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
 PORT=${SIWX_PERFTEST_PORT:-18515}
-LIMIT=${SIWX_PERFTEST_LIMIT:-120}	# seconds per tool
+LIMIT=${SIWX_PERFTEST_LIMIT:-$((120 * ${SIWX_SUITE_TIMEOUT_SCALE:-1}))}	# seconds per tool (the debug kernel scales it)
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 # the client in siw1's namespace when it has one (tools/vm/run --netns,
