@@ -1159,15 +1159,26 @@ int ru_expect_success(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *wc,
 		      int timeout_ms)
 {
 	struct ibv_wc tmp;
+	long scale;
 	int rc;
 
 	if (!wc)
 		wc = &tmp;
+	/*
+	 * A completion that must come: its bound grows with the run's
+	 * SIWX_SUITE_TIMEOUT_SCALE (make check KERNEL=debug: 6), where
+	 * every operation is slower; the waits for what must not come keep
+	 * theirs.
+	 */
+	scale = ru_env_long("SIWX_SUITE_TIMEOUT_SCALE", 1);
+	if (scale > 1 && scale < 100)
+		timeout_ms *= (int)scale;
 	rc = ru_poll(cq, wc, timeout_ms);
 	if (rc < 0)
 		return rc;
 	if (rc == 0)
-		return -ETIMEDOUT;
+		return ru_fail(ETIMEDOUT, "no completion within %d ms",
+			       timeout_ms);
 	if (wc->status != IBV_WC_SUCCESS)
 		return ru_fail(EIO, "wr_id %llu completed with status %d (%s), "
 			       "vendor_err 0x%x",

@@ -345,7 +345,10 @@ int ru_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
  * Returns the number collected (< n on timeout) or <0 on poll error.
  */
 int ru_poll_n(struct ibv_cq *cq, struct ibv_wc *wcs, int n, int timeout_ms);
-/* Poll one completion and require IBV_WC_SUCCESS and the given wr_id. */
+/*
+ * Poll one completion and require IBV_WC_SUCCESS and the given wr_id;
+ * timeout_ms times SIWX_SUITE_TIMEOUT_SCALE (1-99) when that is set.
+ */
 int ru_expect_success(struct ibv_cq *cq, uint64_t wr_id, struct ibv_wc *wc,
 		      int timeout_ms);
 
