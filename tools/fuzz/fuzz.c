@@ -983,6 +983,8 @@ static void ctl_send(const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
 	va_end(ap);
+	if (n < 0 || n > (int)sizeof(buf) - 2)
+		die(2, "internal: control line too long");
 	buf[n++] = '\n';
 	if (write(ctl_fd, buf, n) != n)
 		die(1, "control connection lost");
