@@ -392,6 +392,15 @@ static void probe(struct __test_metadata *_metadata,
 	op.type = IBV_FLUSH_GLOBAL;
 	op.level = IBV_FLUSH_RANGE;
 	op.a = 0x5a5a5a5a5a5a5a5aull;
+	/*
+	 * The upstream side's INFO Send, whose bytes we have, may still be
+	 * in its transmit path: a probe arriving then meets upstream's bug
+	 * that patch 0028 fixes (the Terminate dropped while an FPDU is in
+	 * transmission; its Send then completes with a local QP error and
+	 * our probe is flushed without a Terminate: CI of 2026-12-05, with
+	 * the host loaded). Let that transmit path finish first.
+	 */
+	usleep(200 * 1000);
 	t0 = ru_now_ms();
 	rc = fop_post(self->c.ep.qpx, &op, 1);
 	ASSERT_EQ(0, rc) TH_LOG("post %s: %s", fop_name(kind), strerror(rc));
