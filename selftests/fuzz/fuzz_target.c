@@ -53,7 +53,8 @@
  * Receives: --recv (default 512, more than a stream of the fuzzer's
  * --max-steps default sends) slots of 2 x --recv-len (default 256)
  * bytes, each posted with its first half; a completed receive is posted
- * again at once, so the fuzzer's Sends find buffers.
+ * again at once, so the fuzzer's Sends find buffers. Connections with an
+ * odd number post them to an SRQ of their own instead of the QP's RQ.
  *
  * After each connection (DISCONNECTED, or 60 s: "hang") the QP is
  * destroyed and the memory checked against the pattern: the guard pages,
@@ -243,7 +244,7 @@ static void make_pdata(struct target *t, unsigned long n)
 
 static int post_slot(struct target *t, struct ru_ep *e, unsigned int s)
 {
-	int rc = ru_post_recv_mr(e->qp, NULL, t->rmr,
+	int rc = ru_post_recv_mr(e->qp, e->srq, t->rmr,
 				 t->rmem + s * 2 * t->rl, t->rl, s);
 
 	t->posted[s] = !rc;
@@ -549,6 +550,8 @@ static void one(struct target *t, int ctl, struct ru_listener *l,
 	make_pdata(t, n);
 	ru_caps_default(&caps);
 	caps.max_recv_wr = t->rn;
+	/* odd connections receive through an SRQ of their own */
+	caps.srq = n & 1;
 	caps.max_send_wr = 16;
 	caps.shared_pd = t->pd;
 	caps.on_qp = on_qp;
