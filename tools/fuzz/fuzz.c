@@ -594,6 +594,25 @@ static const char *wild(struct stream *s, const struct lens *L)
 	}
 }
 
+/*
+ * A tagged message (Write, Read Response) of len bytes at region reg,
+ * offset off, pushed as two DDP segments cut at a random point; the
+ * caller pushes nothing of it itself.
+ */
+static void gpush_two_segments(struct stream *s, struct gen *g, int reg,
+			       uint32_t off, uint32_t len)
+{
+	struct gen g2 = *g;
+	uint32_t first = 1 + rn(len - 1);
+
+	gset(g, "len", "%u", first);
+	gset(g, "l", "0");
+	gpush(s, g, 0, NULL);
+	gset(&g2, "to", "${a%d}+%u", reg, off + first);
+	gset(&g2, "len", "%u", len - first);
+	gpush(s, &g2, 0, NULL);
+}
+
 /* a Read Response mutation of its own; "" when it is none of these */
 static const char *rresp_mutate(struct gen *g, const struct stream *s, int k)
 {
@@ -642,9 +661,9 @@ static void g_reads(struct stream *s, const struct lens *L, uint32_t p,
 	(void)L;
 	push(s, "@rreq", 0, 0, 0, 0, NULL);
 	for (k = 0; k < s->nrd; k++) {
-		uint32_t len = s->rd_len[k], off = s->rd_off[k], first;
+		uint32_t len = s->rd_len[k], off = s->rd_off[k];
 		const char *mut = NULL;
-		struct gen g, g2;
+		struct gen g;
 		int breaks = 0;
 
 		gnew(&g, "read_resp", 1, 0);
@@ -655,18 +674,10 @@ static void g_reads(struct stream *s, const struct lens *L, uint32_t p,
 		if (p && rn(5) == 0)
 			mut = rn(2) ? rresp_mutate(&g, s, k) :
 			      mutate(&g, L, s->crc, &breaks);
-		if (!mut && len > 1 && !rn(3)) {
-			/* two DDP segments */
-			first = 1 + rn(len - 1);
-			g2 = g;
-			gset(&g, "len", "%u", first);
-			gset(&g, "l", "0");
-			gpush(s, &g, 0, NULL);
-			gset(&g2, "to", "${a%d}+%u", REG_S, off + first);
-			gset(&g2, "len", "%u", len - first);
-			g = g2;
-		}
-		gpush(s, &g, breaks, mut);
+		if (!mut && len > 1 && !rn(3))
+			gpush_two_segments(s, &g, REG_S, off, len);
+		else
+			gpush(s, &g, breaks, mut);
 		s->s[s->n - 1].rresp = !mut;
 		*broken |= breaks;
 	}
@@ -721,16 +732,7 @@ static void generate(struct stream *s, const struct lens *L)
 		if (rn(1000) < p)
 			mut = mutate(&g, L, s->crc, &breaks);
 		if (!mut && kind >= 30 && kind < 55 && len > 1 && !rn(4)) {
-			/* a Write in two DDP segments */
-			struct gen g2 = g;
-			uint32_t first = 1 + rn(len - 1);
-
-			gset(&g, "len", "%u", first);
-			gset(&g, "l", "0");
-			gpush(s, &g, 0, NULL);
-			gset(&g2, "to", "${a%d}+%u", reg, off + first);
-			gset(&g2, "len", "%u", len - first);
-			gpush(s, &g2, 0, NULL);
+			gpush_two_segments(s, &g, reg, off, len);
 			continue;
 		}
 		gpush(s, &g, breaks, mut);
