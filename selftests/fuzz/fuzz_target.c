@@ -52,9 +52,11 @@
  *
  * Receives: --recv (default 512, more than a stream of the fuzzer's
  * --max-steps default sends) slots of 2 x --recv-len (default 256)
- * bytes, each posted with its first half; a completed receive is posted
- * again at once, so the fuzzer's Sends find buffers. Connections with an
- * odd number post them to an SRQ of their own instead of the QP's RQ.
+ * bytes, each posted with its first half (two slots in three as two or
+ * three adjacent SGEs); a completed receive is posted again at once, so
+ * the fuzzer's Sends find buffers. Connections with an odd number post
+ * them to an SRQ of their own instead of the QP's RQ, with its limit
+ * armed.
  *
  * After each connection (DISCONNECTED, or 60 s: "hang") the QP is
  * destroyed and the memory checked against the pattern: the guard pages,
@@ -95,6 +97,7 @@
 #define REG_I		6	/* registered anew per connection */
 #define REG_S		7	/* the sink of our own Reads */
 #define RD_MAX		4
+#define RECV_SGE_MAX	3	/* SGEs of one receive */
 #define RD_WRID		0x52440000u	/* + the Read's index */
 #define CONN_MS		60000	/* bound of one connection */
 
@@ -242,11 +245,34 @@ static void make_pdata(struct target *t, unsigned long n)
 			      i, i == REG_S ? t->mr[i]->lkey : t->mr[i]->rkey);
 }
 
+/*
+ * Post slot s: its first half, as one SGE, or (two slots in three) as
+ * RECV_SGE_MAX or fewer adjacent SGEs of varying sizes, so that siw places
+ * a message across SGE boundaries; the slot's bytes are the same either
+ * way, and so are the checks.
+ */
 static int post_slot(struct target *t, struct ru_ep *e, unsigned int s)
 {
-	int rc = ru_post_recv_mr(e->qp, e->srq, t->rmr,
-				 t->rmem + s * 2 * t->rl, t->rl, s);
+	struct ibv_sge sge[RECV_SGE_MAX];
+	struct ibv_recv_wr wr = { .wr_id = s, .sg_list = sge }, *bad;
+	uint8_t *p = t->rmem + s * 2 * t->rl;
+	unsigned int k = 1 + (s + t->nconn) % RECV_SGE_MAX, i;
+	size_t left = t->rl;
+	int rc;
 
+	for (i = 0; i < k; i++) {
+		/* the first k - 1 SGEs 1..rl/k bytes long, the last the rest */
+		size_t len = i + 1 < k ? 1 + (s * 37 + i * 11) % (t->rl / k) : left;
+
+		sge[i].addr = (uintptr_t)p;
+		sge[i].length = len;
+		sge[i].lkey = t->rmr->lkey;
+		p += len;
+		left -= len;
+	}
+	wr.num_sge = k;
+	rc = e->srq ? ibv_post_srq_recv(e->srq, &wr, &bad) :
+		      ibv_post_recv(e->qp, &wr, &bad);
 	t->posted[s] = !rc;
 	return rc;
 }
@@ -259,8 +285,25 @@ static int on_qp(struct ru_ep *e, void *arg)
 
 	for (s = 0; s < t->rn; s++) {
 		rc = post_slot(t, e, s);
-		if (rc)
+		if (rc) {
+			fprintf(stderr, "fuzz_target: posting receive slot %u: %s\n",
+				s, strerror(rc));
 			return rc;
+		}
+	}
+	if (e->srq) {
+		/*
+		 * armed so near the ring's size that the first receive the
+		 * target has not posted again yet raises SRQ_LIMIT_REACHED
+		 * (siw's limit check; the event itself is not consumed)
+		 */
+		struct ibv_srq_attr a = { .srq_limit = t->rn - 1 };
+
+		rc = ibv_modify_srq(e->srq, &a, IBV_SRQ_LIMIT);
+		if (rc)
+			fprintf(stderr, "fuzz_target: arming the SRQ limit: %s\n",
+				strerror(rc));
+		return rc;
 	}
 	return 0;
 }
@@ -550,6 +593,7 @@ static void one(struct target *t, int ctl, struct ru_listener *l,
 	make_pdata(t, n);
 	ru_caps_default(&caps);
 	caps.max_recv_wr = t->rn;
+	caps.max_recv_sge = RECV_SGE_MAX;
 	/* odd connections receive through an SRQ of their own */
 	caps.srq = n & 1;
 	caps.max_send_wr = 16;
@@ -684,7 +728,8 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (!t.port || !t.ctl_port || !t.ml || t.ml % 8 || !t.rn || !t.rl)
+	if (!t.port || !t.ctl_port || !t.ml || t.ml % 8 || !t.rn ||
+	    t.rl < RECV_SGE_MAX || t.rn < 2)
 		usage();
 	if (ru_listen(&l, t.addr, t.port, 16)) {
 		fprintf(stderr, "fuzz_target: %s\n", ru_errmsg());

@@ -109,7 +109,8 @@ static void fz_usage(FILE *f)
 "  --replay FILE     run one stored connection again; exit 1 if it fails\n"
 "  --minimise        shrink each failing connection (more connections)\n"
 "  --verbose         print every connection\n"
-"  --debug           print mpa-peer's lines too (handshakes, every frame)\n");
+"  --debug           print mpa-peer's lines too (handshakes, every frame\n"
+"                    received) and each step of the stream as it is sent\n");
 }
 
 /* ---------------------------------------------------------------- steps */
@@ -597,20 +598,61 @@ static const char *wild(struct stream *s, const struct lens *L)
 /*
  * A tagged message (Write, Read Response) of len bytes at region reg,
  * offset off, pushed as two DDP segments cut at a random point; the
- * caller pushes nothing of it itself.
+ * caller pushes nothing of it itself. With bad set, the second segment
+ * names another STag or a TO that does not continue the first (RFC 5041
+ * 5.1: a tagged message's segments carry one STag, contiguous offsets):
+ * returns the mutation's name (the framing stays intact: the probe
+ * follows), else NULL.
  */
-static void gpush_two_segments(struct stream *s, struct gen *g, int reg,
-			       uint32_t off, uint32_t len)
+static const char *gpush_two_segments(struct stream *s, struct gen *g,
+				      int reg, uint32_t off, uint32_t len,
+				      int bad)
 {
 	struct gen g2 = *g;
 	uint32_t first = 1 + rn(len - 1);
+	const char *mut = NULL;
 
 	gset(g, "len", "%u", first);
 	gset(g, "l", "0");
 	gpush(s, g, 0, NULL);
 	gset(&g2, "to", "${a%d}+%u", reg, off + first);
 	gset(&g2, "len", "%u", len - first);
-	gpush(s, &g2, 0, NULL);
+	if (bad && rn(2)) {
+		/* another region's key (one that allows it), or a bit off */
+		if (rn(2))
+			gset(&g2, "stag", "${k%d}", reg == 1 ? 0 : 1);
+		else
+			gset(&g2, "stag", "${k%d}^0x%x", reg, 1u << rn(32));
+		mut = "split_stag";
+	} else if (bad) {
+		/* a gap or an overlap, still inside the region */
+		gset(&g2, "to", "${a%d}+%u", reg,
+		     off + first + (rn(2) || first < 2 ? 1 : -1));
+		mut = "split_offset";
+	}
+	gpush(s, &g2, 0, mut);
+	return mut;
+}
+
+/*
+ * A Read Response mutation after which its Read must not complete
+ * successfully: the response is not the one the Read asked for (RFC 5040
+ * 4.4, RFC 5041 5.1). The generic field mutations and a repeated
+ * response (the Read itself was answered) are not among them.
+ */
+static int rresp_refused(const char *mut)
+{
+	static const char *const refused[] = {
+		"rresp_too_long", "rresp_too_long_not_last", "rresp_too_short",
+		"rresp_sink_offset", "rresp_sink_stag", "rresp_untagged",
+		"split_stag", "split_offset",
+	};
+	size_t i;
+
+	for (i = 0; mut && i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (!strcmp(mut, refused[i]))
+			return 1;
+	return 0;
 }
 
 /* a Read Response mutation of its own; "" when it is none of these */
@@ -674,10 +716,12 @@ static void g_reads(struct stream *s, const struct lens *L, uint32_t p,
 		if (p && rn(5) == 0)
 			mut = rn(2) ? rresp_mutate(&g, s, k) :
 			      mutate(&g, L, s->crc, &breaks);
-		if (!mut && len > 1 && !rn(3))
-			gpush_two_segments(s, &g, REG_S, off, len);
-		else
+		if (!mut && len > 1 && !rn(3)) {
+			mut = gpush_two_segments(s, &g, REG_S, off, len,
+						 p && rn(5) == 0);
+		} else {
 			gpush(s, &g, breaks, mut);
+		}
 		s->s[s->n - 1].rresp = !mut;
 		*broken |= breaks;
 	}
@@ -732,7 +776,9 @@ static void generate(struct stream *s, const struct lens *L)
 		if (rn(1000) < p)
 			mut = mutate(&g, L, s->crc, &breaks);
 		if (!mut && kind >= 30 && kind < 55 && len > 1 && !rn(4)) {
-			gpush_two_segments(s, &g, reg, off, len);
+			/* in a connection with mutations a tenth of them bad */
+			gpush_two_segments(s, &g, reg, off, len,
+					   p && rn(10) == 0);
 			continue;
 		}
 		gpush(s, &g, breaks, mut);
@@ -1156,6 +1202,8 @@ static void run_conn(struct stream *s, unsigned long n, const char *keep,
 	struct lens L;
 	int i, broken = 0, ours_term = 0, stalled = 0, asked = 0, mutated = 0;
 	int fl, answered = 0;
+	/* Read Response messages sent; the first Read that must fail */
+	int rk = 0, refuse_k = -1;
 
 	memset(res, 0, sizeof(*res));
 	memset(&W, 0, sizeof(W));
@@ -1213,7 +1261,15 @@ static void run_conn(struct stream *s, unsigned long n, const char *keep,
 			}
 			continue;
 		}
+		if (!out_quiet)	/* --debug: the stream as it goes */
+			printf("step %d%s%s %s\n", i, g->mut ? " mut=" : "",
+			       g->mut ? g->mut : "", g->text);
 		run_steps(&g->text, 1);
+		if (!strncmp(g->text, "read_resp ", 10)) {
+			if (refuse_k < 0 && rresp_refused(g->mut))
+				refuse_k = rk;
+			rk += !strstr(g->text, " l=0");
+		}
 		answered += g->rresp;
 		res->frames += g->frames;
 		asked += g->req;
@@ -1309,6 +1365,18 @@ verdict:
 		} else if (strcmp(what, "ok") && !res->cls[0]) {
 			snprintf(res->cls, sizeof(res->cls), "target_%s", what);
 			snprintf(res->detail, sizeof(res->detail), "%s", line);
+		} else if (!strcmp(what, "ok") && !res->cls[0] && refuse_k >= 0 &&
+			   strstr(line, " reads=") &&
+			   atoi(strstr(line, " reads=") + 7) > refuse_k) {
+			/*
+			 * Reads complete in order: the one whose response was
+			 * not what it asked for, and every later one, must not
+			 * complete successfully
+			 */
+			snprintf(res->cls, sizeof(res->cls), "read_accepted");
+			snprintf(res->detail, sizeof(res->detail),
+				 "Read %d got a response it did not ask for, yet "
+				 "the target says '%s'", refuse_k, line);
 		} else if (!strcmp(what, "ok") && !res->cls[0] && s->nrd &&
 			   answered == s->nrd && !mutated && !broken &&
 			   !ours_term && !W.term && !stalled) {
@@ -1718,10 +1786,10 @@ int main(int argc, char **argv)
 		frames += r.frames;
 		count_outcome(first_mut(&s), r.outcome);
 		if (o.verbose)
-			printf("conn %lu role=%d rev=%d crc=%d p2p=%d rtr=%s split=%d steps=%d frames=%" PRIu64 " outcome=%s%s%s\n",
+			printf("conn %lu role=%d rev=%d crc=%d p2p=%d rtr=%s split=%d steps=%d frames=%" PRIu64 " mut=%s outcome=%s%s%s\n",
 			       c, s.role, s.rev, s.crc, s.p2p, s.rtr, s.split,
-			       s.n, r.frames, r.outcome, r.cls[0] ? " FAIL " : "",
-			       r.cls);
+			       s.n, r.frames, first_mut(&s) ? first_mut(&s) : "none",
+			       r.outcome, r.cls[0] ? " FAIL " : "", r.cls);
 		if (r.cls[0]) {
 			char *keep = NULL;
 
