@@ -33,7 +33,8 @@ BIN=${SIWX_BIN:-$TOP/build/selftests/bin}
 STOCK=${SIWX_STOCK_BIN:-$TOP/build/selftests/stock}
 export SIWX_BIN=$BIN
 SUITE_BIN=$BIN SUITE_STOCK=$STOCK SUITE_KMOD=${BIN%/*}/kmod
-SUITE_TOOLS=$TOP/build/tools SUITE_TOP=$TOP
+# the tools of the same build as BIN (KERNEL=debug: build/debug-kernel/tools)
+SUITE_TOOLS=${BIN%/selftests/bin}/tools SUITE_TOP=$TOP
 
 kmsg() { echo "siwx-selftest: $*" > /dev/kmsg 2>/dev/null; }
 

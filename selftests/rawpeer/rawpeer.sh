@@ -25,7 +25,7 @@
 # raw_server must post an atomic are skipped when libsiw cannot post one.
 #
 # Environment: SIWX_BIN (raw_server), SIWX_MPA_PEER (mpa-peer binary,
-# default build/tools/mpa-peer/mpa-peer), SIWX_ADDR0, SIWX_NETNS1, SIWX_RESULTS (logs go
+# default: the one SIWX_BIN's build made), SIWX_ADDR0, SIWX_NETNS1, SIWX_RESULTS (logs go
 # to SIWX_RESULTS/rawpeer/), SIWX_RAWPEER_PORT (first TCP port, 41000),
 # SIWX_RAWPEER_JOBS (cases run at a time, each on its own port: 3; the
 # kernel-problem attribution then names the case started last).
@@ -39,7 +39,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 BIN=${SIWX_BIN:-$TOP/build/selftests/bin}
-PEER=${SIWX_MPA_PEER:-$TOP/build/tools/mpa-peer/mpa-peer}
+PEER=${SIWX_MPA_PEER:-${BIN%/selftests/bin}/tools/mpa-peer/mpa-peer}	# the same build's
 A0=${SIWX_ADDR0:-192.168.77.1}
 # the peer in siw1's namespace when it has one (tools/vm/run --netns): its
 # TCP connection then crosses the veth pair instead of lo
