@@ -53,8 +53,9 @@
  * Receives: --recv (default 512, more than a stream of the fuzzer's
  * --max-steps default sends) slots of 2 x --recv-len (default 256)
  * bytes, each posted with its first half (two slots in three as two or
- * three adjacent SGEs); a completed receive is posted again at once, so
- * the fuzzer's Sends find buffers. Connections with an odd number post
+ * three adjacent SGEs, some with an empty one); a completed receive is
+ * posted again at once, so the fuzzer's Sends find buffers. Connections
+ * with an odd number post
  * them to an SRQ of their own instead of the QP's RQ, with its limit
  * armed.
  *
@@ -261,8 +262,14 @@ static int post_slot(struct target *t, struct ru_ep *e, unsigned int s)
 	int rc;
 
 	for (i = 0; i < k; i++) {
-		/* the first k - 1 SGEs 1..rl/k bytes long, the last the rest */
+		/*
+		 * the first k - 1 SGEs 1..rl/k bytes long (of three, the middle
+		 * one empty in every fifth slot: siw skips it), the last the rest
+		 */
 		size_t len = i + 1 < k ? 1 + (s * 37 + i * 11) % (t->rl / k) : left;
+
+		if (k == 3 && i == 1 && s % 5 == 0)
+			len = 0;
 
 		sge[i].addr = (uintptr_t)p;
 		sge[i].length = len;
