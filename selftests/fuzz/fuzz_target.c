@@ -55,9 +55,8 @@
  * bytes, each posted with its first half (two slots in three as two or
  * three adjacent SGEs, some with an empty one); a completed receive is
  * posted again at once, so the fuzzer's Sends find buffers. Connections
- * with an odd number post
- * them to an SRQ of their own instead of the QP's RQ, with its limit
- * armed.
+ * with an odd number post them to an SRQ of their own instead of the
+ * QP's RQ, with its limit armed.
  *
  * After each connection (DISCONNECTED, or 60 s: "hang") the QP is
  * destroyed and the memory checked against the pattern: the guard pages,
