@@ -1350,6 +1350,9 @@ verdict:
 		snprintf(res->detail, sizeof(res->detail),
 			 "no verdict from the target within %d ms", VERDICT_MS);
 	} else {
+		const char *r = strstr(line, " reads=");
+		unsigned int ok = 0, posted = 0;
+		int have_reads = r && sscanf(r, " reads=%u/%u", &ok, &posted) == 2;
 		unsigned long vn;
 		char what[16];
 
@@ -1366,8 +1369,7 @@ verdict:
 			snprintf(res->cls, sizeof(res->cls), "target_%s", what);
 			snprintf(res->detail, sizeof(res->detail), "%s", line);
 		} else if (!strcmp(what, "ok") && !res->cls[0] && refuse_k >= 0 &&
-			   strstr(line, " reads=") &&
-			   atoi(strstr(line, " reads=") + 7) > refuse_k) {
+			   have_reads && ok > (unsigned int)refuse_k) {
 			/*
 			 * Reads complete in order: the one whose response was
 			 * not what it asked for, and every later one, must not
@@ -1381,11 +1383,8 @@ verdict:
 			   answered == s->nrd && !mutated && !broken &&
 			   !ours_term && !W.term && !stalled) {
 			/* every Read answered as asked: each must have completed */
-			const char *r = strstr(line, " reads=");
-			unsigned int ok = 0, posted = 0;
-
-			if (!r || sscanf(r, " reads=%u/%u", &ok, &posted) != 2 ||
-			    posted != (unsigned int)s->nrd || ok != posted) {
+			if (!have_reads || posted != (unsigned int)s->nrd ||
+			    ok != posted) {
 				snprintf(res->cls, sizeof(res->cls), "reads_failed");
 				snprintf(res->detail, sizeof(res->detail),
 					 "valid Read Responses, the target says '%s'",
