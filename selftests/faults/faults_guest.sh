@@ -30,6 +30,14 @@
 #       within BOUND ms, no verify error
 #   reset_new_connection the client connected again after each reset and
 #       its traffic verified
+#   silent_peer_flushed  the server's side falls silent (netem loss 100 %
+#       on veth0, its replies rate-limited before) while the client (-Q)
+#       only reads: once its Read Requests are acknowledged TCP has nothing
+#       to retransmit and never notices; siw's peer_timeout (set to
+#       PEER_TIMEOUT s) must end the connection and flush every outstanding
+#       Read within 1.5 x PEER_TIMEOUT s (data in flight at the cut still
+#       arrives, TCP's timers tick in steps; kernel patch 0057; upstream
+#       siw waits for good)
 #   recv_after_error_flushed  after its first connection ended (every
 #       receive flushed, the QP in ERR), the server posts one more receive:
 #       it must complete with "flushed" within 2 s, as a WR posted to a QP
@@ -41,7 +49,8 @@
 # Environment: RDMA_PREFIX, FT (the traffic program), SIWX_FAULTS_SECS (4:
 # traffic seconds of a netem case), SIWX_FAULTS_CORRUPT_N (3000),
 # SIWX_FAULTS_BOUND (5000 ms: the flush bound of the corruption and reset
-# cases); from the boot: SIWX_NETNS1, SIWX_ADDR0, SIWX_ADDR1, SIWX_RESULTS.
+# cases), SIWX_FAULTS_PEER_TIMEOUT (10 s); from the boot: SIWX_NETNS1,
+# SIWX_ADDR0, SIWX_ADDR1, SIWX_RESULTS.
 
 set -u
 P=${RDMA_PREFIX:?RDMA_PREFIX: the rdma-core prefix of the project}
@@ -69,7 +78,7 @@ PARAMS=/sys/module/siw/parameters
 
 N=0 FAILED=0
 echo "TAP version 13"
-echo "1..14"
+echo "1..15"
 ok() { N=$((N + 1)); echo "ok $N faults.$1${2:+ # $2}"; }
 nok() { N=$((N + 1)); FAILED=1; echo "not ok $N faults.$1"; [ -z "${2:-}" ] || echo "#   $2"; }
 verdict() { if [ "$2" = 0 ]; then ok "$1"; else nok "$1" "$3"; fi; }
@@ -198,6 +207,44 @@ r=0
 verdict reset_flushed $r "client: unflushed ${cu:-?}, verify errors ${cv:-?}, flushed in ${cfm:-?} ms; server: unflushed ${su:-?}, verify errors ${sv:-?}, flushed in ${sfm:-?} ms (bound $BOUND ms); two connection errors expected, $(field "$CF" conn_errors) seen"
 r=0; [ "${CRC}" = 0 ] && [ "$(field "$CF" conns)" -ge 3 ] || r=1
 verdict reset_new_connection $r "client exit $CRC after $(field "$CF" conns) connections (3 expected: one before and one after each reset)"
+
+# ---------------------------------------------------------------- silent peer
+PT=${SIWX_FAULTS_PEER_TIMEOUT:-10}
+pt0=$(cat "$PARAMS/peer_timeout" 2>/dev/null)
+echo "$PT" > "$PARAMS/peer_timeout" || say "siw has no peer_timeout parameter"
+nf_netem veth0 rate 1mbit >> "$LOG" 2>&1
+traffic silent 600 -Q -B 60000
+for ((i = 0; i < 300; i++)); do
+	grep -q 'connection 1 established' "$CF" && break
+	kill -0 "$CPID" 2>/dev/null || break
+	sleep 0.1
+done
+sleep 2
+t0=$(date +%s%N)
+nf_netem veth0 loss 100% >> "$LOG" 2>&1
+wait_bounded "$CPID" $((PT * 3 + 30)) "client (the server silent)"; k=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait "$CPID"; CRC=$?
+[ "$k" = 0 ] || CRC=124
+nf_netem veth0 none
+kill -TERM "$SPID" 2>/dev/null
+wait_bounded "$SPID" 30 "server (SIGTERM sent)"
+wait "$SPID"; SRC=$?
+{ echo "---- $CF"; cat "$CF"; echo "---- $SF"; cat "$SF"; } >> "$LOG"
+[ -z "$pt0" ] || echo "$pt0" > "$PARAMS/peer_timeout"
+el=$(grep '^# client: connection 1: error after' "$CF")
+# the error's wall clock (the client's own line) against the cut's
+ea=$(sed -n 's/^# client: connection 1: first error at realtime \([0-9]*\) ms$/\1/p' "$CF")
+em=$([ -n "$ea" ] && echo $((ea - t0 / 1000000)))
+say "silent server: the client's connection ended ${em:-?} ms after the server fell silent" \
+	"(peer_timeout $PT s), the client exited after ${ms} ms: ${el#\# client: };" \
+	"$(field "$CF" bulk_read) Reads completed before"
+r=0
+[ "$CRC" = 0 ] && [ -n "$el" ] && [ "$(field "$CF" unflushed)" = 0 ] &&
+	[ "$(field "$CF" verify_errors)" = 0 ] && [ "$(field "$CF" bulk_read)" -gt 0 ] &&
+	[ -n "$em" ] && [ "$em" -le $((PT * 1500)) ] || r=1
+[ $r = 0 ] || show
+verdict silent_peer_flushed $r "client exit $CRC, its connection ended ${em:-never} ms after the server fell silent, bound $((PT * 1500)) ms (1.5 x peer_timeout $PT s)"
 
 # ---------------------------------------------------------------- late posts
 lp=0 lu=0

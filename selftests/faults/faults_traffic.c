@@ -5,7 +5,7 @@
  *
  *   faults_traffic -s [-a ADDR] [-p PORT] [-t SECS] [-n CONNS] [-B MS]
  *   faults_traffic -c ADDR [-b SRC] [-p PORT] [-t SECS] [-w WINDOW] [-r]
- *                  [-R RETRY_MS] [-B MS] [-k] [-E]
+ *                  [-R RETRY_MS] [-B MS] [-k] [-E] [-Q]
  *
  * The server (-s) listens on ADDR:PORT (default SIWX_ADDR0, 7471) and
  * serves connections one after another until SIGTERM/SIGINT, -n
@@ -66,6 +66,12 @@
  * connection itself) is retried too, for RETRY_MS, and counted
  * (connect_errors).
  *
+ * With -Q (the silent-peer case of suite faults) the client posts only
+ * RDMA Reads of whole Write slots, which must read back zero (a server
+ * run that only served -Q clients never had its Write area written):
+ * once its Read Requests are acknowledged it has nothing in flight: it
+ * only waits for the server, and TCP alone never notices it went silent.
+ *
  * Exit 0: no verify error, no placed corruption, nothing unflushed (the
  * late receive is only counted); with
  * -k (client) connection errors are failures too (the netem cases).
@@ -78,6 +84,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdma_util.h"
@@ -557,10 +564,13 @@ static int server(const char *addr, uint16_t port, long maxconns,
 /* ---- client --------------------------------------------------------- */
 
 enum kind { K_SEND, K_WRITE, K_WRITEIMM, K_READ, K_FLUSH,
-	    K_FA, K_CS, K_AW, K_CRED, NKIND };
+	    K_FA, K_CS, K_AW, K_CRED, K_BULK, NKIND };
 static const char *const kname[NKIND] = {
 	"send", "write", "write_imm", "read", "flush",
-	"fetch_add", "cmp_swap", "atomic_write", "credit_read" };
+	"fetch_add", "cmp_swap", "atomic_write", "credit_read", "bulk_read" };
+
+/* -Q: the client posts only Reads (K_BULK) */
+static int reads_only;
 
 struct rec {			/* an outstanding WR */
 	int used;
@@ -646,6 +656,7 @@ static int post_one(struct cli *C, int r, enum kind k, uint64_t a,
 		break;
 	case K_READ:
 	case K_CRED:
+	case K_BULK:
 		ibv_wr_rdma_read(q, rkey, raddr(C, roff));
 		ibv_wr_set_sge(q, lkey, la, len);
 		break;
@@ -692,6 +703,20 @@ static int post_group(struct cli *C, int window)
 
 	if (room < 3)
 		return 0;
+	if (reads_only) {
+		/*
+		 * A whole Write slot of a server that only -Q clients used:
+		 * never written, so zero; the sink is 0xff until placed
+		 */
+		r = free_rec(C);
+		memset(&C->rec[r], 0, sizeof(C->rec[r]));
+		memset(lbuf(C, r), 0xff, WSLOT);
+		ws = C->step++ % NWSLOT;
+		rc = post_one(C, r, K_BULK, 0, 0, OFF_W + (size_t)ws * WSLOT,
+			      WSLOT);
+		C->bytes += WSLOT;
+		return rc ? -rc : 1;
+	}
 	/* receive-consuming messages: only with credit */
 	if ((g == 0 || g == 1 || g == 3) &&
 	    C->sn - C->credit >= NCRED) {
@@ -856,6 +881,19 @@ static void complete_ok(struct cli *C, int r, const struct ru_wc *w)
 			       (unsigned long long)R->expect);
 		}
 		break;
+	case K_BULK: {
+		const uint8_t *b = lbuf(C, r);
+		size_t at;
+
+		for (at = 0; at < WSLOT && !b[at]; at++)
+			;
+		if (at < WSLOT) {
+			C->verify_errors++;
+			printf("# verify: bulk Read: byte %zu is 0x%02x, not 0\n",
+			       at, b[at]);
+		}
+		break;
+	}
 	case K_CRED:
 		v = fl_ld64(lbuf(C, r));
 		if (v > C->sn) {
@@ -948,6 +986,7 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 		uint64_t failed[2 * MAXWIN];
 		enum ibv_wc_status first = IBV_WC_SUCCESS;
 		const char *why = "";
+		struct timespec rt;
 
 		ru_caps_default(&caps);
 		caps.max_send_wr = MAXWIN + 8;
@@ -1116,6 +1155,12 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 			       conns, (unsigned long long)(t_err - t0), why, st(first),
 			       (unsigned long long)(t_last - t_err),
 			       (unsigned long long)(t_last - t_ok));
+			/* the wall clock of the error, for a script's own timing */
+			clock_gettime(CLOCK_REALTIME, &rt);
+			printf("# client: connection %ld: first error at realtime %llu ms\n",
+			       conns, (unsigned long long)rt.tv_sec * 1000 +
+			       (unsigned long long)rt.tv_nsec / 1000000 -
+			       (ru_now_ms() - t_err));
 			if (late_ok)
 				printf("# client: connection %ld: %d completions succeeded after the "
 				       "first error (siw's send queue completes out of posting order)\n",
@@ -1169,7 +1214,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	while ((opt = getopt(argc, argv, "sc:a:b:p:t:n:w:rR:B:kE")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:a:b:p:t:n:w:rR:B:kEQ")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': addr = optarg; break;
@@ -1184,6 +1229,7 @@ int main(int argc, char **argv)
 		case 'B': bound_ms = (uint64_t)strtol(optarg, NULL, 0); break;
 		case 'k': keep = 1; break;
 		case 'E': retry_any = 1; break;
+		case 'Q': reads_only = 1; break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of faults_traffic.c\n");
 			return 2;

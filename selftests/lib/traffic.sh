@@ -15,8 +15,10 @@
 # or 124 when it had to be killed. PID is not reaped: the caller's `wait`
 # gets its status.
 wait_bounded() {
-	local i n=$(($2 * 10))
-	for ((i = 0; i < n; i++)); do
+	# a deadline, not a count of naps: each nap forks a sleep, slow
+	# in a loaded TCG guest
+	local end=$((EPOCHSECONDS + $2))
+	while [ "$EPOCHSECONDS" -lt "$end" ]; do
 		kill -0 "$1" 2>/dev/null || return 0
 		sleep 0.1
 	done
