@@ -25,9 +25,10 @@
 #       client wrote: no corrupted FPDU was placed (kernel patch 0032;
 #       it failed before)
 #   reset_flushed        the established TCP connection destroyed from
-#       outside (ss -K, an RST to the peer), once from each end, under
-#       traffic: both ends complete every outstanding WR with an error
-#       within BOUND ms, no verify error
+#       outside (ss -K, an RST to the peer), once from each end, each
+#       SECS/2 s into a connection, under traffic: both ends complete
+#       every outstanding WR with an error within BOUND ms, no verify
+#       error
 #   reset_new_connection the client connected again after each reset and
 #       its traffic verified
 #   silent_peer_flushed  the server's side falls silent (netem loss 100 %
@@ -36,7 +37,7 @@
 #       to retransmit and never notices; siw's peer_timeout (set to
 #       PEER_TIMEOUT s) must end the connection and flush every outstanding
 #       Read within 1.5 x PEER_TIMEOUT s (data in flight at the cut still
-#       arrives, TCP's timers tick in steps; kernel patch 0057; upstream
+#       arrives, TCP's timers tick in steps; kernel patch 0058; upstream
 #       siw waits for good)
 #   recv_after_error_flushed  after its first connection ended (every
 #       receive flushed, the QP in ERR), the server posts one more receive:
@@ -187,11 +188,29 @@ r=0; [ "${pc:-1}" = 0 ] || { r=1; grep -h '^# placed_corrupt' "$SF" | head -n 5;
 verdict corrupt_never_placed $r "words in the server's Write targets that no write of the client wrote (a corrupted FPDU placed): ${pc:-?}"
 
 # ---------------------------------------------------------------- reset
-traffic reset $((SECS * 2 + 4)) -r -R 30000 -B 10000
-sleep $((SECS / 2 + 2))
+# Each reset once the client runs on a connection (not after fixed sleeps:
+# a loaded host makes the reconnect slower than any guess), then the
+# client stopped (SIGINT: it drains and disconnects) on its third.
+# conn_up K: until the client's connection K is established (60 s)
+conn_up() {
+	local end=$((EPOCHSECONDS + 60))
+	while [ "$EPOCHSECONDS" -lt "$end" ]; do
+		grep -q "^# client: connection $1 established" "$CF" && return 0
+		kill -0 "$CPID" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+traffic reset 300 -r -R 30000 -B 10000
+conn_up 1 || say "reset: the client's first connection did not come up"
+sleep $((SECS / 2))
 say "reset 1: $(ss -HtnK state established "( sport = :$TRAFFIC_PORT )" | wc -l) socket(s) destroyed on siw0's side"
-sleep $((SECS / 2 + 2))
+conn_up 2 || say "reset: the client did not connect again after reset 1"
+sleep $((SECS / 2))
 say "reset 2: $(nsx ss -HtnK state established "( dport = :$TRAFFIC_PORT )" | wc -l) socket(s) destroyed on siw1's side"
+conn_up 3 || say "reset: the client did not connect again after reset 2"
+sleep $((SECS / 2))
+kill -INT "$CPID" 2>/dev/null
 traffic_end
 cu=$(field "$CF" unflushed) su=$(field "$SF" unflushed) cv=$(field "$CF" verify_errors) sv=$(field "$SF" verify_errors)
 cfm=$(field "$CF" max_flush_ms) sfm=$(field "$SF" max_flush_ms)

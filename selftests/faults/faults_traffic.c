@@ -1059,8 +1059,12 @@ static int client(const char *dst, const char *src, uint16_t port, long secs,
 			int n;
 
 			now = ru_now_ms();
-			if (!err && !done && (stop || now >= t_end))
+			if (!err && !done && (stop || now >= t_end)) {
 				done = 1;	/* drain, then disconnect */
+				/* stopped early: the drain's bound from now */
+				if (t_end > now)
+					t_end = now;
+			}
 			if (!err && !done) {
 				for (k = 0; k < 4; k++) {
 					n = post_group(&C, window);

@@ -985,6 +985,35 @@ static bool kt_rdma_read(struct kt_conn *c, struct kt_mr *mr,
 	return kt_no_strays(c) && ok;
 }
 
+/*
+ * A Send posted right after the client's QP was moved to IB_QPS_SQD
+ * (siw's CLOSING, as iw_cm's graceful disconnect does; TERMINATE is the
+ * same case): it must be accepted and complete as flushed, as in ERROR.
+ * siw failed it with -ENOTCONN, and nvme-rdma failed the I/O (kernel
+ * patch 0042). The close runs in a CM work after the peer answered, so
+ * the post comes while the QP is still CLOSING.
+ */
+static bool kt_post_while_closing(struct kt_conn *c, struct kt_buf *txb)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_SQD };
+	struct ib_rdma_wr w;
+	struct ib_sge sge;
+	struct ib_wc wc;
+	int rv;
+
+	rv = ib_modify_qp(c->cli.qp, &attr, IB_QP_STATE);
+	if (rv) {
+		kt_diag("client: ib_modify_qp(IB_QPS_SQD): %d", rv);
+		return false;
+	}
+	kt_sge(&sge, txb, 0, 64);
+	kt_rdma_wr(&w, IB_WR_SEND, KT_WRID_SEND, &sge, 1, NULL, 0);
+	if (kt_post_send(&c->cli, &w.wr))
+		return false;
+	return !kt_expect(c->cli.scq, KT_WRID_SEND, IB_WC_SEND,
+			  IB_WC_WR_FLUSH_ERR, &wc, "Send posted while closing");
+}
+
 static void kt_group_basic(void)
 {
 	struct kt_buf *ctx, *crx, *stx, *srx;
@@ -1022,6 +1051,8 @@ static void kt_group_basic(void)
 			  "basic.rdma_write");
 		kt_result(kt_rdma_read(c, mr, crx, scratch, 12, false),
 			  "basic.rdma_read");
+		kt_result(kt_post_while_closing(c, ctx),
+			  "basic.post_while_closing");
 	}
 	kt_result(kt_disconnect(c), "basic.disconnect");
 free:
