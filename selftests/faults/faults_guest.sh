@@ -192,15 +192,7 @@ verdict corrupt_never_placed $r "words in the server's Write targets that no wri
 # a loaded host makes the reconnect slower than any guess), then the
 # client stopped (SIGINT: it drains and disconnects) on its third.
 # conn_up K: until the client's connection K is established (60 s)
-conn_up() {
-	local end=$((EPOCHSECONDS + 60))
-	while [ "$EPOCHSECONDS" -lt "$end" ]; do
-		grep -q "^# client: connection $1 established" "$CF" && return 0
-		kill -0 "$CPID" 2>/dev/null || return 1
-		sleep 0.2
-	done
-	return 1
-}
+conn_up() { wait_client "^# client: connection $1 established" 60; }
 traffic reset 300 -r -R 30000 -B 10000
 conn_up 1 || say "reset: the client's first connection did not come up"
 sleep $((SECS / 2))
@@ -233,11 +225,7 @@ pt0=$(cat "$PARAMS/peer_timeout" 2>/dev/null)
 echo "$PT" > "$PARAMS/peer_timeout" || say "siw has no peer_timeout parameter"
 nf_netem veth0 rate 1mbit >> "$LOG" 2>&1
 traffic silent 600 -Q -B 60000
-for ((i = 0; i < 300; i++)); do
-	grep -q 'connection 1 established' "$CF" && break
-	kill -0 "$CPID" 2>/dev/null || break
-	sleep 0.1
-done
+wait_client 'connection 1 established' 30
 sleep 2
 t0=$(date +%s%N)
 nf_netem veth0 loss 100% >> "$LOG" 2>&1

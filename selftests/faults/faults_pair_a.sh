@@ -42,16 +42,6 @@ say() { echo "# $*"; }
 # shellcheck source=../lib/traffic.sh
 . "$(dirname "$0")/../lib/traffic.sh"
 field() { sed -n 's/^RESULT .*\b'"$2"'=\([0-9]*\).*/\1/p' "$1" | tail -n 1; }
-# wait_for PATTERN SECS: until the client printed PATTERN
-wait_for() {
-	local end=$((EPOCHSECONDS + $2))
-	while [ "$EPOCHSECONDS" -lt "$end" ]; do
-		grep -q "$1" "$CF" && return 0
-		kill -0 "$CPID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
 # err_line K: the client's error line of connection K (last: its last one)
 err_line() {
 	if [ "$1" = last ]; then
@@ -78,13 +68,13 @@ echo "${PEER_TIMEOUT:-10}" > /sys/module/siw/parameters/peer_timeout ||
 say "siw peer_timeout $(cat /sys/module/siw/parameters/peer_timeout 2>/dev/null) s"
 "$FT" -c "$SIWX_PEER" -b "$SIWX_LOCAL" -p 7471 -t 600 -r -R 5000 -B 120000 > "$CF" 2>&1 &
 CPID=$!
-if wait_for 'connection 1 established' 180; then
+if wait_client 'connection 1 established' 180; then
 	say "connected to b; b kills its server and unloads siw after $HOLD s"
 else
 	say "no connection to b in 180 s"
 fi
 r=0
-wait_for 'connection 2 established' 120 || r=1
+wait_client 'connection 2 established' 120 || r=1
 e1=$(ms_after 1 error)
 [ $r = 0 ] && [ -n "$e1" ] && [ "$e1" -le "$BOUND" ] || r=1
 say "after b's unload: $(err_line 1 | cut -c3-)"

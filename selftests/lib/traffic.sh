@@ -8,6 +8,7 @@
 # A1 (server and client addresses), OUT (results) and LOG.
 #
 #   wait_bounded PID SECS WHAT   wait for PID, SIGKILL it after SECS
+#   wait_client PATTERN SECS     wait for a line of the client's ($CF)
 #   traffic NAME SECS [CLIENT ARGS...], traffic_end
 
 # wait_bounded PID SECS WHAT: wait up to SECS seconds for PID to exit;
@@ -26,6 +27,19 @@ wait_bounded() {
 	say "$3 still running after $2 s; killed"
 	kill -KILL "$1"
 	return 124
+}
+
+# wait_client PATTERN SECS: until the client's output ($CF) has a line
+# matching PATTERN (grep); 1 when the client ($CPID) exits first or SECS
+# pass.
+wait_client() {
+	local end=$((EPOCHSECONDS + $2))
+	while [ "$EPOCHSECONDS" -lt "$end" ]; do
+		grep -q "$1" "$CF" && return 0
+		kill -0 "$CPID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
 }
 
 # traffic NAME SECS [CLIENT ARGS...]: server on A0 (waiting at most 10 s
