@@ -151,18 +151,15 @@ check-debug: stage modules rdma-core selftests
 		SIWX_SUITE_TIMEOUT_SCALE=$${SIWX_SUITE_TIMEOUT_SCALE:-6} \
 		$(TOP)/selftests/run.sh $(SUITES)
 else
-# The series check runs at nice 19 from the moment the sources are staged,
-# next to the build and then the VM tests (they leave a third of the CPUs
-# idle while guests wait): in a clean clone it has no cache and takes as
-# long as the tests. Its log follows theirs. The packages are built by
-# suite deb itself (make deb), in the early lane.
-check: stage
+# The series check runs at nice 19 next to the VM tests (they leave a
+# third of the CPUs idle while guests wait); its log follows theirs. The
+# packages are built by suite deb itself (make deb), in the early lane.
+check: stage modules rdma-core selftests
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
 	@log=$(BUILD)/series-check.log; \
 	KDIR=$(KDIR) nice -n 19 $(TOP)/tools/series-check.sh $(BUILD) >$$log 2>&1 & sc=$$!; \
 	echo "series-check: running alongside, niced (log $$log)"; \
-	$(MAKE) --no-print-directory modules rdma-core selftests; rc=$$?; \
-	[ $$rc != 0 ] || SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
+	SIWX_MODULE=$(BUILD)/siwx/siw.ko SIWX_UPSTREAM_MODULE=$(BUILD)/upstream/siw.ko \
 		RDMA_PREFIX=$(RDMA_PREFIX) SELFTEST_DIR=$(BUILD)/selftests KVER=$(KVER) \
 		$(TOP)/selftests/run.sh $(SUITES); rc=$$?; \
 	wait $$sc; src=$$?; cat $$log; \
