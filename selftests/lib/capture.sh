@@ -4,7 +4,7 @@
 # selftests/lib/capture.sh - packet capture for the wire suites (sourced).
 #
 # One way to record the test connections and to hand the capture to tshark,
-# for term_wire.sh, atomic_wire.sh, imm_wire.sh and rsockets.sh:
+# for term_wire.sh, atomic_wire.sh, imm_wire.sh, rsockets.sh and perftest_smoke.sh:
 #
 #   cap_start NAME FILTER [DUMPCAP-OPTION...]
 #	Starts dumpcap on the interface that carries the traffic between

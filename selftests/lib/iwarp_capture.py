@@ -28,7 +28,7 @@ each side sent ("layer=L etype=E code=C" or "-").
 Users: mpa_suite.py and test_mpa_wire.py (decode()), mpa_pair_wire.py and
 rsockets_wire.py (pcap input, parse_frame(), parse_fpdus()),
 atomic_wire.py and imm_wire.py (tshark field dump input,
-decode_connection(), TAP).
+decode_connection(), TAP), perftest's segments.py (flows(), frames()).
 
 Input: one direction of a TCP connection is a Flow, reassembled by
 sequence number, from either source:
@@ -38,6 +38,7 @@ sequence number, from either source:
   read_frames(path)       a tshark field dump (FRAMES.tsv):
                           ({(sport, dport): Flow}, Terminate rows, opcodes)
   packets(path)           every TCP segment of a libpcap file
+  syn_mss(path)           the MSS each direction's peer announced in its SYN
   Flow.stream()           (bytes up to the first hole, hole?)
   Flow.filled()           (bytes on past holes, [(offset, length)] of them)
   connections(fl, port)   the TCP connections to PORT, in capture order;
@@ -152,33 +153,58 @@ def _network(linktype, pkt):
     return (0x0800 if l3 and l3[0] >> 4 == 4 else 0x86DD), l3
 
 
-def packets(path, partial=False, whole=False):
-    """Yield (ts, src, sport, dst, dport, seq, flags, payload) of every
-    IPv4/IPv6 TCP segment; src and dst are the raw address bytes. Raises
-    ValueError for pcapng or an unsupported link type. partial, whole:
-    see _records."""
+def _tcp(path, partial=False, whole=False):
+    """(ts, src, dst, TCP header and payload) of every IPv4/IPv6 TCP
+    segment, without Ethernet padding."""
     for ts, linktype, pkt in _records(path, partial, whole):
         et, l3 = _network(linktype, pkt)
         if et == 0x0800 and len(l3) >= 20 and l3[0] >> 4 == 4:
             if l3[9] != 6:
                 continue
             ihl = (l3[0] & 0xF) * 4
-            src, dst = l3[12:16], l3[16:20]
             tot = struct.unpack(">H", l3[2:4])[0]
-            tcp = l3[ihl:tot]           # without Ethernet padding
+            yield ts, l3[12:16], l3[16:20], l3[ihl:tot]
         elif et == 0x86DD and len(l3) >= 40:
             if l3[6] != 6:
                 continue
-            src, dst = l3[8:24], l3[24:40]
             plen = struct.unpack(">H", l3[4:6])[0]
-            tcp = l3[40:40 + plen]
-        else:
-            continue
+            yield ts, l3[8:24], l3[24:40], l3[40:40 + plen]
+
+
+def packets(path, partial=False, whole=False):
+    """Yield (ts, src, sport, dst, dport, seq, flags, payload) of every
+    IPv4/IPv6 TCP segment; src and dst are the raw address bytes. Raises
+    ValueError for pcapng or an unsupported link type. partial, whole:
+    see _records."""
+    for ts, src, dst, tcp in _tcp(path, partial, whole):
         if len(tcp) < 20:
             continue
         sport, dport, seq = struct.unpack(">HHI", tcp[:8])
         doff = (tcp[12] >> 4) * 4
         yield ts, src, sport, dst, dport, seq, tcp[13], bytes(tcp[doff:])
+
+
+def syn_mss(path):
+    """{(src, sport, dst, dport): the MSS the other side's SYN announced},
+    the bound of what that direction sends in one segment (src, dst: raw
+    address bytes, as flows() keys them)."""
+    out = {}
+    for _, src, dst, tcp in _tcp(path):
+        if len(tcp) < 20 or not tcp[13] & 0x02:
+            continue
+        sport, dport = struct.unpack(">HH", tcp[:4])
+        opts, i = tcp[20:(tcp[12] >> 4) * 4], 0
+        while i < len(opts) and opts[i] != 0:
+            if opts[i] == 1:
+                i += 1
+                continue
+            if i + 1 >= len(opts) or opts[i + 1] < 2:
+                break
+            if opts[i] == 2 and opts[i + 1] == 4:
+                out[(dst, dport, src, sport)] = struct.unpack(
+                    ">H", opts[i + 2:i + 4])[0]
+            i += opts[i + 1]
+    return out
 
 
 def endpoint(addr, port):

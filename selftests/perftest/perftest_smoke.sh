@@ -4,7 +4,9 @@
 # perftest_smoke.sh - Debian's perftest over the loaded siw, rdma_cm (-R):
 # ib_write_bw, ib_read_lat, ib_send_bw with the stock libibverbs/libsiw;
 # ib_atomic_lat and ib_atomic_bw (both -A kinds) with our rdma-core
-# (LD_LIBRARY_PATH; the stock libsiw has no atomics).
+# (LD_LIBRARY_PATH; the stock libsiw has no atomics); ib_read_bw and
+# ib_write_bw once more under a capture, whose FPDUs segments.py checks for
+# how siw handed them to TCP (no trailer in a packet of its own).
 # TAP output. Single-VM topology: server on SIWX_ADDR0 (-d SIWX_DEV0),
 # client from SIWX_ADDR1 (-d SIWX_DEV1), in SIWX_NETNS1 when set, where it
 # must be on another device than the server (two GIDs). Small iteration
@@ -31,6 +33,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 IN_NS=()
 [ -z "${SIWX_NETNS1:-}" ] || IN_NS=(ip netns exec "$SIWX_NETNS1")
 OURS=${RDMA_PREFIX:-$HERE/../../build/rdma-core/prefix}/lib
+PY=$(command -v /usr/bin/python3 || command -v python3)
+# shellcheck source=../lib/capture.sh
+. "$HERE/../lib/capture.sh"
 
 # name  tool  options; a name starting with "ours:" runs with our rdma-core
 CASES=(
@@ -41,7 +46,15 @@ CASES=(
 	"ours:atomic_cas_lat  ib_atomic_lat -A CMP_AND_SWAP -n 100"
 	"ours:atomic_fadd_bw  ib_atomic_bw  -A FETCH_AND_ADD -n 200"
 	"ours:atomic_cas_bw   ib_atomic_bw  -A CMP_AND_SWAP -n 200"
+	"wire:read_bw_segments  ib_read_bw  -n 30 -s 65536"
+	"wire:write_bw_segments ib_write_bw -n 30 -s 65536"
 )
+# A name starting with "wire:" runs under a capture on the link (lib/capture.sh)
+# and passes only if segments.py finds its FPDUs handed to TCP whole: at most
+# one in a hundred segments may carry an FPDU's trailer (pad and CRC field)
+# alone, which siw's zero-copy transmit sent after every FPDU's payload (Read
+# Responses; RDMA Writes too, where zero-copy) before patch 0059.
+SEG_TRAILER_PERMILLE=10
 
 # wait_listen PORT PID: until a TCP listener on A0:PORT (or the wildcard)
 # exists, at most 20 s, or PID is gone. siw's listeners are TCP sockets;
@@ -69,9 +82,10 @@ for c in "${CASES[@]}"; do
 	i=$((i + 1))
 	set -- $c
 	name=$1 tool=$2; shift 2
-	env=()
+	env=() wire=0
 	case $name in
 	ours:*) name=${name#ours:}; env=(env "LD_LIBRARY_PATH=$OURS") ;;
+	wire:*) name=${name#wire:}; wire=1 ;;
 	esac
 	if ! command -v "$tool" >/dev/null; then
 		echo "ok $i perftest.$name # SKIP $tool not installed (apt-get install perftest)"
@@ -80,6 +94,11 @@ for c in "${CASES[@]}"; do
 	slog=$OUT/perftest-$name-server.log
 	clog=$OUT/perftest-$name-client.log
 	t0=$(date +%s)
+	capok=1
+	if [ "$wire" = 1 ] && ! cap_start "perftest-$name" "tcp portrange $PORT-$((PORT + 30))" -P; then
+		echo "# $name: dumpcap did not start: $(tr '\n' ' ' < "$CAP_LOG")"
+		capok=0
+	fi
 	# Each try is a fresh server and client. perftest -R first connects a
 	# side channel (rdma_cm on PORT) and then the test QPs (again PORT),
 	# the client retrying the second for only 1 s: under TCG the server
@@ -153,6 +172,24 @@ for c in "${CASES[@]}"; do
 		echo "# $name: the client's local and remote GID are not two different ones ($gids): both ends on one device"
 		ok=0
 	fi
+	if [ "$wire" = 1 ] && [ "$capok" = 1 ]; then
+		if ! cap_stop; then
+			echo "# $name: empty capture"
+			capok=0
+		elif ! seg=$("$PY" "$HERE/segments.py" "$CAP_PCAP" "$PORT"); then
+			printf '%s\n' "$seg" "$CAP_SUMMARY" | sed 's/^/# /'
+			echo "# $name: no complete FPDU in the capture"
+			capok=0
+		else
+			printf '%s\n' "$seg" "$CAP_SUMMARY" | sed 's/^/# /'
+			read -r segs trl <<<"$(sed -n 's/^total .* segs=\([0-9]*\) .*trailer=\([0-9]*\) .*/\1 \2/p' <<<"$seg")"
+			if [ $((trl * 1000)) -gt $((segs * SEG_TRAILER_PERMILLE)) ]; then
+				echo "# $name: $trl of $segs segments carry an FPDU's trailer alone"
+				capok=0
+			fi
+		fi
+	fi
+	[ "$wire" = 0 ] || [ "$capok" = 1 ] || ok=0
 	if [ "$ok" = 1 ] && [ "$src" = 0 ]; then
 		echo "ok $i perftest.$name"
 	else

@@ -24,6 +24,9 @@ EXPS = [
     ("wplain_bw", "64-byte RDMA Write, rate (imm_bench)"),
     ("wimm_bw", "64-byte RDMA Write with Immediate, rate (imm_bench)"),
     ("wsend_bw", "64-byte RDMA Write + Send, rate (imm_bench)"),
+    ("write64k_bw", "64 KiB RDMA Write, rate (ib_write_bw)"),
+    ("read64k_bw", "64 KiB RDMA Read, rate (ib_read_bw)"),
+    ("send64k_bw", "64 KiB Send, rate (ib_send_bw)"),
 ]
 # (ratio name, numerator, denominator, note)
 RATIOS = [
@@ -147,7 +150,8 @@ def profile_section(pdir, e, what, ops):
     if not rows:
         return
     tool = {"read_lat": "ib_read_lat", "fadd_lat": "ib_atomic_lat", "read_bw": "ib_read_bw",
-            "fadd_bw": "ib_atomic_bw"}.get(e, "imm_bench")
+            "fadd_bw": "ib_atomic_bw", "write64k_bw": "ib_write_bw", "read64k_bw": "ib_read_bw",
+            "send64k_bw": "ib_send_bw"}.get(e, "imm_bench")
     role = roles(rows, tool)
     total = sum(r[0] for r in rows)
     # µs of CPU time per operation for a number of samples

@@ -13,7 +13,9 @@
 #     (A B C ... then ... C B A): an 8-byte RDMA Read against a FetchAdd
 #     (ib_read_lat/ib_atomic_lat, ib_read_bw/ib_atomic_bw) and RDMA Write
 #     with Immediate against RDMA Write and Write + Send (imm_bench, latency
-#     at 8 B and streaming at 64 B, one mode per run), no profiler running.
+#     at 8 B and streaming at 64 B, one mode per run), and 64 KiB RDMA Write,
+#     Read and Send streams (ib_write_bw, ib_read_bw, ib_send_bw: N messages,
+#     the data path of large transfers), no profiler running.
 #     Per run: the tool's figure and the TCP segments each side sent
 #     (/proc/net/snmp of each network namespace).
 #  2. profile: every experiment once more under `perf record -a -g -e
@@ -66,6 +68,9 @@ if [ "${1:-}" = --guest ]; then
 		"wplain_bw|imm|$BW_N|$IMM -s|$IMM -x write -l '' -b 64 -m $BW_N -M $BW_N -r 1"
 		"wimm_bw|imm|$BW_N|$IMM -s|$IMM -x imm -l '' -b 64 -m $BW_N -M $BW_N -r 1"
 		"wsend_bw|imm|$BW_N|$IMM -s|$IMM -x send -l '' -b 64 -m $BW_N -M $BW_N -r 1"
+		"write64k_bw|bw|$ITERS|ib_write_bw -R -F -d siw0 -s 65536 -n $ITERS|ib_write_bw -R -F -d siw1 -s 65536 -n $ITERS"
+		"read64k_bw|bw|$ITERS|ib_read_bw -R -F -d siw0 -s 65536 -n $ITERS|ib_read_bw -R -F -d siw1 -s 65536 -n $ITERS"
+		"send64k_bw|bw|$ITERS|ib_send_bw -R -F -d siw0 -s 65536 -n $ITERS|ib_send_bw -R -F -d siw1 -s 65536 -n $ITERS"
 	)
 	local e keep=()
 	[ -n "$ONLY" ] || return 0
