@@ -37,6 +37,12 @@ OUT=${SIWX_RESULTS:-/tmp}/ipcm_rxe
 mkdir -p "$OUT"
 LOG=$OUT/ipcm_rxe.log
 : >"$LOG"
+# ipcm_conn waits 20 s for each event; its servers start before the
+# capture and the v4 injections, which took longer than that on the debug
+# kernel (every case of the v6 server, and of both in the second half, then
+# met no listener: REJ reason 8, invalid service ID). Scaled like the suite's
+# own limit (SIWX_SUITE_TIMEOUT_SCALE, 6 on the debug kernel).
+export IPCM_TIMEOUT_MS=${IPCM_TIMEOUT_MS:-$((20000 * ${SIWX_SUITE_TIMEOUT_SCALE:-1}))}
 TAP_PREFIX=ipcm_rxe
 # shellcheck source=../lib/tap_out.sh
 . "$TOP/selftests/lib/tap_out.sh"
