@@ -61,12 +61,13 @@ def classify(flow, key):
         min(s for s, _ in flow.segs)
     c = {"segs": 0, "aligned": 0, "trailer": 0, "other": 0, "gso": 0,
          "max": 0}
+    last = max(ends)
     for seq, payload in flow.segs:
         rel = (seq - base) & 0xFFFFFFFF
         if rel > 0x7FFFFFFF or rel < pos:
             continue        # before the stream, or the MPA frame
         end = rel + len(payload)
-        if end > max(ends):
+        if end > last:
             continue        # after the last complete FPDU
         c["segs"] += 1
         c["max"] = max(c["max"], len(payload))
