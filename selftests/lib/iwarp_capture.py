@@ -40,6 +40,7 @@ sequence number, from either source:
   packets(path)           every TCP segment of a libpcap file
   syn_mss(path)           the MSS each direction's peer announced in its SYN
   Flow.stream()           (bytes up to the first hole, hole?)
+  Flow.offset(seq)        where a sequence number is in that stream
   Flow.filled()           (bytes on past holes, [(offset, length)] of them)
   connections(fl, port)   the TCP connections to PORT, in capture order;
                           mpa_connections() those opened by an MPA Request
@@ -243,6 +244,13 @@ class Flow:
         (bytes, [(offset, length)] of the holes, each filled with zeros)."""
         return self._assemble(True)
 
+    def offset(self, seq):
+        """Where sequence number seq is in stream(): from the SYN's + 1,
+        else from the lowest seen (above 0x7FFFFFFF: before the start)."""
+        base = (self.isn + 1) & 0xFFFFFFFF if self.isn is not None else \
+            min(s for s, _ in self.segs)
+        return (seq - base) & 0xFFFFFFFF
+
     def _assemble(self, fill):
         """(bytes, holes) by sequence number from the start; segments
         starting at the same offset: the first captured first. Without
@@ -250,9 +258,7 @@ class Flow:
         out, holes = bytearray(), []
         if not self.segs:
             return b"", holes
-        base = (self.isn + 1) & 0xFFFFFFFF if self.isn is not None else \
-            min(s for s, _ in self.segs)
-        rel_segs = [((s - base) & 0xFFFFFFFF, d) for s, d in self.segs]
+        rel_segs = [(self.offset(s), d) for s, d in self.segs]
         for rel, d in sorted(rel_segs, key=lambda x: x[0]):
             if rel > 0x7FFFFFFF:        # before the base
                 continue

@@ -40,30 +40,26 @@ TRAILER_MAX = 3 + C.W.MPA_CRC_SIZE  # pad (0-3) and the CRC field
 DEFAULT_MSS = 1460
 
 
-def classify(flow, key):
+def classify(flow, key, mss):
     """(fpdus, counts dict) of one direction, None when it has no MPA
-    frame or FPDUs."""
+    frame or FPDUs; mss: what the peer announced."""
     data, _ = flow.stream()
     mpa, pos = C.parse_frame(data, key)
     if mpa is None:
         return None
     starts, ends = set(), set()
-    n = 0
     for f in C.frames(data, pos):
         if not f.complete:
             break
         starts.add(f.off)
         ends.add(f.off + f.wlen)
-        n += 1
-    if not n:
+    if not starts:
         return None
-    base = (flow.isn + 1) & 0xFFFFFFFF if flow.isn is not None else \
-        min(s for s, _ in flow.segs)
     c = {"segs": 0, "aligned": 0, "trailer": 0, "other": 0, "gso": 0,
          "max": 0}
     last = max(ends)
     for seq, payload in flow.segs:
-        rel = (seq - base) & 0xFFFFFFFF
+        rel = flow.offset(seq)
         if rel > 0x7FFFFFFF or rel < pos:
             continue        # before the stream, or the MPA frame
         end = rel + len(payload)
@@ -71,7 +67,7 @@ def classify(flow, key):
             continue        # after the last complete FPDU
         c["segs"] += 1
         c["max"] = max(c["max"], len(payload))
-        if len(payload) > flow.mss:
+        if len(payload) > mss:
             c["gso"] += 1
         if rel in starts:
             c["aligned"] += 1
@@ -79,7 +75,7 @@ def classify(flow, key):
             c["trailer"] += 1
         else:
             c["other"] += 1
-    return n, c
+    return len(starts), c
 
 
 def main(argv):
@@ -88,19 +84,16 @@ def main(argv):
         return 2
     path, port = argv[1], int(argv[2])
     fl = C.flows(path, whole=True)
-    for f in fl.values():
-        f.mss = DEFAULT_MSS
-    for key, mss in C.syn_mss(path).items():
-        if key in fl:
-            fl[key].mss = mss
+    mss = C.syn_mss(path)
     tot = {"fpdus": 0, "segs": 0, "aligned": 0, "trailer": 0, "other": 0,
            "gso": 0, "max": 0}
     for key, ini, rsp in C.mpa_connections(C.connections(fl, port)):
         src, sport, dst, dport = key
-        for name, flow, k in (
-                (C.endpoint(src, sport), ini, C.KEY_REQ),
-                (C.endpoint(dst, dport), rsp, C.KEY_REP)):
-            r = classify(flow, k)
+        for name, flow, k, dkey in (
+                (C.endpoint(src, sport), ini, C.KEY_REQ, key),
+                (C.endpoint(dst, dport), rsp, C.KEY_REP,
+                 (dst, dport, src, sport))):
+            r = classify(flow, k, mss.get(dkey, DEFAULT_MSS))
             if r is None:
                 continue
             n, c = r
