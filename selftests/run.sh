@@ -305,6 +305,24 @@ early_wait() {
 # shellcheck source=selftests/lib/tap.sh
 . "$HERE/lib/tap.sh"
 
+# oops_excerpt FILE...: the first kernel report (a line of KERNEL_PROBLEMS)
+# of the first FILE that has one, with the lines that say where it happened
+# (CPU and task, RIP, the call trace): what a CI log must show of a crash
+# whose results directory is gone with the machine.
+oops_excerpt() {
+	local f
+	for f in "$@"; do
+		[ -s "$f" ] || continue
+		tr -d '\r' < "$f" | awk -v name="$f" -v re="$KERNEL_PROBLEMS" '
+			!n && $0 ~ re { print "        the first kernel report in " name ":" }
+			(n || $0 ~ re) && n < 40 && /Oops|BUG|WARNING|panic|CPU:|Comm:|RIP:|RSP:|CR2:|Call Trace|<TASK>|<IRQ>|<#DF>|<NMI>|\+0x/ {
+				print "          " substr($0, 1, 160); n++
+			}
+			END { exit !n }' && return 0
+	done
+	return 1
+}
+
 # vm_verdict LABEL DIR RC [WHAT]: the VM-level result as a test of its own,
 # from the verdict tools/vm/run wrote (DIR/vm-verdict: PASS only for a
 # clean run: no kernel problem in dmesg, teardown and rmmod fine, no
@@ -324,6 +342,7 @@ vm_verdict() {
 		echo "        tools/vm/run gave no verdict (exit $rc); the end of $log:"
 		tail -n 6 "$log" 2>/dev/null | sed 's/^/        /'
 	fi
+	oops_excerpt "$dir/dmesg.txt" "$dir/console.log"
 	if [ -s "$dir/problems.txt" ]; then
 		echo "        kernel problem lines (dmesg.txt), with the suite running then:"
 		local ln text suite
@@ -465,6 +484,10 @@ if [ ${#host[@]} -gt 0 ] && [ "$PRE_OK" = 1 ]; then
 			# verdict, kernel problems), wherever it is in the log
 			echo "        problems reported in $s.log (first 12):"
 			grep -E "$FAIL_LINES" "$RES/$s.log" | head -n 12 | cut -c1-200 | sed 's/^/        /'
+		fi
+		if [ $rc != 0 ] && [ -d "$RES/$s" ]; then
+			mapfile -t consoles < <(find "$RES/$s" -name console.log 2>/dev/null | sort)
+			[ ${#consoles[@]} = 0 ] || oops_excerpt "${consoles[@]}"
 		fi
 		if [ $rc != 0 ] && [ -s "$RES/$s.log" ]; then
 			echo "        the end of $s.log:"

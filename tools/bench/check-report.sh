@@ -192,6 +192,12 @@ bad=${bad%$'\n'}
 check "report.md: flush_bench ratio table complete ($(wc -w <<< "$BENCH_FLUSH_RATIOS") ratios)" \
 	"$([ -z "$bad" ]; echo $?)" "$bad"
 
+# The data path's targets: the section and its verdict line.
+h="### The data path's targets"
+check "report.md: data path targets section" "$(grep -qxF "$h" "$DIR/report.md"; echo $?)" "no line '$h'"
+v=$(grep -E '^\*\*Data path targets: [0-9]+ of [0-9]+ met' "$DIR/report.md")
+check "report.md: data path targets verdict" "$([ -n "$v" ]; echo $?)" "no '**Data path targets: N of M met' line"
+
 # ---- plots
 if [ ! -s "$DIR/plots.txt" ]; then
 	nok "plots.txt exists"

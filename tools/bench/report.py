@@ -397,6 +397,7 @@ def main():
     else:
         out.append("siwx does not trail upstream siw beyond noise on any operation both support.")
     out.append("")
+    data_path_targets(out, P, kinds, lat, bw, tcp_bw, tcp_rtt, tcp_oneway, flagged, meta)
     tables = "\n".join(out)
 
     machine = ""
@@ -425,6 +426,74 @@ def main():
     with open(os.path.join(d, "plots.txt"), "w") as f:
         f.write("".join("%s\n" % n for n, _ in plots) if plots else "none: %s\n" % plot_note)
     return 0
+
+
+# The data path's targets (issue 15): (test, smallest size, reference,
+# comparison, bound). Reference "tcp_bw" is iperf3's throughput, "rtt" and
+# "rtt2" the TCP ping-pong's round trip and half of it, "rxe" rxe's message
+# rate at the same point.
+DATA_PATH_TARGETS = (
+    ("write_bw", 65536, "tcp_bw", ">=", 0.8),
+    ("send_bw", 65536, "tcp_bw", ">=", 0.8),
+    ("read_bw", 65536, "tcp_bw", ">=", 0.6),
+    ("write_bw", 64, "rxe", ">=", 2.0),
+    ("send_bw", 64, "rxe", ">=", 2.0),
+    ("read_bw", 64, "rxe", ">=", 2.0),
+    ("atomic_fadd_bw", 8, "rxe", ">=", 2.0),
+    ("atomic_cas_bw", 8, "rxe", ">=", 2.0),
+    ("write_lat", 64, "rtt2", "<=", 1.1),
+    ("send_lat", 64, "rtt2", "<=", 1.1),
+    ("read_lat", 64, "rtt", "<=", 1.3),
+    ("atomic_fadd_lat", 8, "rtt", "<=", 1.3),
+    ("atomic_cas_lat", 8, "rtt", "<=", 1.3),
+)
+REF_LABEL = {"tcp_bw": "iperf3 throughput", "rxe": "rxe message rate",
+             "rtt": "TCP round trip", "rtt2": "TCP RTT/2"}
+
+
+def data_path_targets(out, P, kinds, lat, bw, tcp_bw, tcp_rtt, tcp_oneway, flagged, meta):
+    """The headline ratios against the data path's targets: one row per
+    target and measured size, the median ratio with its range, met or not."""
+    points = set(lat) | set(bw)
+    out.append("### The data path's targets\n")
+    out.append("Median over the repetitions of the ratio of the medians' rows (min–max "
+               "of the per-repetition ratios where both were measured in the same "
+               "repetition); *met* when the median ratio reaches the target.\n")
+    out.append("| test | size | siwx against | ratio | target | verdict |\n"
+               "|---|---|---|---|---|---|")
+    met = total = 0
+    for t, smin, ref, cmp, bound in DATA_PATH_TARGETS:
+        for tt, s in sorted(p for p in points if p[0] == t and p[1] >= smin):
+            a = P("siwx", t, s, "msg_rate_Mpps" if ref == "rxe" else None)
+            if ref == "rxe":
+                b = P("rxe", t, s, "msg_rate_Mpps")
+            elif ref == "tcp_bw":
+                b = tcp_bw
+            elif ref == "rtt":
+                b = tcp_rtt
+            else:
+                b = tcp_oneway
+            sa, sb = a.stats() if a else None, b.stats() if b else None
+            if not sa or not sb or not sb["median"]:
+                na = a and a.status == "n/a" or (ref == "rxe" and b and b.status == "n/a")
+                out.append("| %s | %s | %s | %s | %s %.1f | - |" % (
+                    t, human_size(s), REF_LABEL[ref], "n/a" if na else "missing", cmp, bound))
+                continue
+            r = sa["median"] / sb["median"]
+            rr = rep_ratio(a, b)
+            cell = "%.2f" % r
+            if rr and rr[3] > 1:
+                cell += " (%.2f–%.2f)" % (rr[1], rr[2])
+            ok = r >= bound if cmp == ">=" else r <= bound
+            total += 1
+            met += ok
+            out.append("| %s | %s | %s | %s | %s %.1f | %s |" % (
+                t, human_size(s), REF_LABEL[ref], cell, cmp, bound, "met" if ok else "not met"))
+    behind = ("siwx trails upstream siw beyond noise on %d point(s)" % len(flagged) if flagged
+              else "siwx trails upstream siw beyond noise nowhere" if int(meta["reps"]) >= MIN_FLAG_N
+              else "siwx against upstream siw: too few repetitions to call a difference")
+    out.append("")
+    out.append("**Data path targets: %d of %d met; %s.**\n" % (met, total, behind))
 
 
 def imm_tables(out, P, kinds, imm_lat, imm_bw, hdr, row, na_note, flagged, tcp_oneway,
