@@ -428,10 +428,10 @@ def main():
     return 0
 
 
-# The data path's targets (issue 15): (test, smallest size, reference,
-# comparison, bound). Reference "tcp_bw" is iperf3's throughput, "rtt" and
-# "rtt2" the TCP ping-pong's round trip and half of it, "rxe" rxe's message
-# rate at the same point.
+# The data path's targets (issue 15): (test, size, reference, comparison,
+# bound). Reference "tcp_bw" is iperf3's throughput, for every measured size
+# from the one given up; "rtt" and "rtt2" the TCP ping-pong's round trip and
+# half of it, "rxe" rxe's message rate, both at exactly the size given.
 DATA_PATH_TARGETS = (
     ("write_bw", 65536, "tcp_bw", ">=", 0.8),
     ("send_bw", 65536, "tcp_bw", ">=", 0.8),
@@ -456,14 +456,19 @@ def data_path_targets(out, P, kinds, lat, bw, tcp_bw, tcp_rtt, tcp_oneway, flagg
     target and measured size, the median ratio with its range, met or not."""
     points = set(lat) | set(bw)
     out.append("### The data path's targets\n")
-    out.append("Median over the repetitions of the ratio of the medians' rows (min–max "
-               "of the per-repetition ratios where both were measured in the same "
-               "repetition); *met* when the median ratio reaches the target.\n")
+    out.append("The ratio of the two medians (in brackets the min–max of the "
+               "per-repetition ratios); *met* when it reaches the target.\n")
+    st = tcp_oneway.stats() if tcp_oneway else None
+    if st and st["median"] > 1000:
+        out.append("**The latency rows say nothing in this run:** the TCP ping-pong itself took "
+                   "%.0f µs one way (tens of µs on an idle host): the guest's vCPUs waited for "
+                   "the host, every kind alike.\n" % st["median"])
     out.append("| test | size | siwx against | ratio | target | verdict |\n"
                "|---|---|---|---|---|---|")
     met = total = 0
     for t, smin, ref, cmp, bound in DATA_PATH_TARGETS:
-        for tt, s in sorted(p for p in points if p[0] == t and p[1] >= smin):
+        for tt, s in sorted(p for p in points if p[0] == t and
+                            (p[1] >= smin if ref == "tcp_bw" else p[1] == smin)):
             a = P("siwx", t, s, "msg_rate_Mpps" if ref == "rxe" else None)
             if ref == "rxe":
                 b = P("rxe", t, s, "msg_rate_Mpps")
