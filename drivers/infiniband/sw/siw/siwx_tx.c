@@ -47,11 +47,12 @@ MODULE_PARM_DESC(tx_batch,
 		 "Give TCP up to 64 KiB of a message's MSS-sized FPDUs in one call (default: Y)");
 
 #define SIWX_TXB_BYTES 65536
-#define SIWX_TXB_FPDUS 64
-#define SIWX_TXB_BVECS 256
+#define SIWX_TXB_FPDUS 48	/* 64 KiB holds 45 FPDUs of 1448 bytes */
+#define SIWX_TXB_BVECS 192
+#define SIWX_TXB_HDR 32		/* Send with Invalidate's: 20 bytes */
 
 struct siwx_txb_fpdu {
-	union iwarp_hdr hdr;
+	u8 hdr[SIWX_TXB_HDR] __aligned(8);
 	struct mpa_trailer trl;
 	/* transmit state at the start of this FPDU */
 	u32 processed;
@@ -96,12 +97,13 @@ bool siwx_tx_batch_ok(struct siw_iwarp_tx *c_tx, struct socket *s)
 	if (!READ_ONCE(siw_tx_batch) || c_tx->state != SIW_SEND_HDR ||
 	    c_tx->ctrl_sent || (c_tx->mpa_crc_hd && !c_tx->do_crc) ||
 	    c_tx->pkt.ctrl.ddp_rdmap_ctrl & DDP_FLAG_LAST ||
-	    tx_flags(wqe) & SIW_WQE_INLINE ||
+	    tx_flags(wqe) & SIW_WQE_INLINE || c_tx->ctrl_len > SIWX_TXB_HDR ||
 	    c_tx->tcp_seglen != tcp_sk(s->sk)->mss_cache ||
 	    2 * siwx_txb_bvecs(c_tx->tcp_seglen) > SIWX_TXB_BVECS ||
 	    2 * c_tx->tcp_seglen > SIWX_TXB_BYTES)
 		return false;
 
+	BUILD_BUG_ON(sizeof(struct siwx_tx_batch) > 8192);
 	if (unlikely(!c_tx->batch))
 		c_tx->batch = kmalloc(sizeof(*c_tx->batch),
 				      GFP_NOWAIT | __GFP_NOWARN);
@@ -198,7 +200,7 @@ static void siwx_txb_resume(struct siw_iwarp_tx *c_tx,
 {
 	struct siw_wqe *wqe = &c_tx->wqe_active;
 
-	memcpy(&c_tx->pkt, &f->hdr, f->hdr_len);
+	memcpy(&c_tx->pkt, f->hdr, f->hdr_len);
 	c_tx->ctrl_len = f->hdr_len;
 	c_tx->pad = f->pad;
 	c_tx->trailer = f->trl;
@@ -275,8 +277,8 @@ int siwx_tx_fpdus(struct siw_qp *qp, struct socket *s)
 		f->hdr_len = c_tx->ctrl_len;
 		f->data_len = c_tx->bytes_unsent;
 		f->pad = c_tx->pad;
-		memcpy(&f->hdr, &c_tx->pkt, f->hdr_len);
-		bvec_set_virt(&b->bv[nbv++], &f->hdr, f->hdr_len);
+		memcpy(f->hdr, &c_tx->pkt, f->hdr_len);
+		bvec_set_virt(&b->bv[nbv++], f->hdr, f->hdr_len);
 
 		rv = siwx_txb_payload(c_tx, b, &nbv);
 		if (unlikely(rv)) {
@@ -328,7 +330,7 @@ int siwx_tx_fpdus(struct siw_qp *qp, struct socket *s)
 	if (rv == total) {
 		/* the caller counts the last one */
 		for (i = 0; i + 1 < n; i++)
-			siwx_stats_tx_fpdu(qp, &b->fpdu[i].hdr.ctrl);
+			siwx_stats_tx_fpdu(qp, (struct iwarp_ctrl *)b->fpdu[i].hdr);
 		return 0;
 	}
 	if (rv < 0 && rv != -EAGAIN) {
@@ -342,7 +344,7 @@ int siwx_tx_fpdus(struct siw_qp *qp, struct socket *s)
 		if (rv < fpdu_len)
 			break;
 		rv -= fpdu_len;
-		siwx_stats_tx_fpdu(qp, &f->hdr.ctrl);
+		siwx_stats_tx_fpdu(qp, (struct iwarp_ctrl *)f->hdr);
 	}
 	siwx_txb_resume(c_tx, f, rv);
 
