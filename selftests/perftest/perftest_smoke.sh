@@ -57,10 +57,10 @@ CASES=(
 # five in a hundred may start inside an FPDU otherwise (TCP splits one when
 # it runs out of send space; FPDUs merged across segment boundaries would
 # make it every one: RFC 5044's alignment).
-# And since patch 0060 siw gives TCP up to 64 KiB of a message's FPDUs in
+# And since patch 0061 siw gives TCP up to 64 KiB of a message's FPDUs in
 # one call, so that TCP builds GSO packets of them (on the veth nothing cuts
 # those): at least SEG_PACK_MIN FPDUs per captured packet on average (about
-# 11-14 measured; one per packet before 0060, one FPDU a call).
+# 11-14 measured; one per packet before 0061, one FPDU a call).
 SEG_TRAILER_PERMILLE=10
 SEG_OTHER_PERMILLE=50
 SEG_PACK_MIN=4
