@@ -182,28 +182,38 @@ swap_rdma_cm() {
 }
 
 # ---------------------------------------------------------------- rejects
-# run_injects MODULE: server on X0 and X60, capture, every case both ways
-run_injects() {
-	local m=$1 c line got want n
-	local -n want_of=WANT_${m^^}
-	"$CONN" server "$X0" "$PORT4" 100 reject >"$OUT/$m.srv4" 2>&1 &
-	SRV_PID=$!
-	"$CONN" server "$X60" "$PORT6" 100 reject >"$OUT/$m.srv6" 2>&1 &
-	local srv6=$!
-	# up to 60 s: under load the first listen of a boot took longer than
-	# the 10 s this waited once, and the v6 cases then met no listener
-	# (REJ reason 8, invalid service ID) in one make check
+# listening MODULE SRV: wait up to 60 s for server SRV's "listening" (under
+# load the first listen of a boot took longer than the 10 s this waited
+# once)
+listening() {
+	local n
 	for n in $(seq 600); do
-		grep -q listening "$OUT/$m.srv4" && grep -q listening "$OUT/$m.srv6" && break
+		grep -q listening "$OUT/$1.$2" && return 0
 		sleep 0.1
 	done
-	grep -q listening "$OUT/$m.srv4" && grep -q listening "$OUT/$m.srv6" ||
-		say "$m: a server is not listening after 60 s (see $m.srv4, $m.srv6)"
+	say "$1: server $2 is not listening after 60 s (see $1.$2)"
+}
+
+# run_injects MODULE: server on X0 and X60, capture, every case both ways
+run_injects() {
+	local m=$1 c line got want
+	local -n want_of=WANT_${m^^}
+	# Each server starts right before its own cases: a server gives up
+	# when no request came for IPCM_TIMEOUT_MS, and the v6 one, started
+	# with the v4 one, waited through all the v4 cases first (under load
+	# longer than that: it was gone, and every v6 case met no listener,
+	# REJ reason 8, in one make check)
+	"$CONN" server "$X0" "$PORT4" 100 reject >"$OUT/$m.srv4" 2>&1 &
+	SRV_PID=$!
+	listening "$m" srv4
 	CAP_IFACE=xi0 cap_start "$m" "udp port 4791" -P ||
 		say "capture did not start (see $CAP_LOG)"
 	# shellcheck disable=SC2086  # case lists
 	ip netns exec "$NS" python3 "$INJECT" --port "$PORT4" "$X0" $CASES \
 		>"$OUT/$m.inject4" 2>&1
+	"$CONN" server "$X60" "$PORT6" 100 reject >"$OUT/$m.srv6" 2>&1 &
+	local srv6=$!
+	listening "$m" srv6
 	# shellcheck disable=SC2086
 	ip netns exec "$NS" python3 "$INJECT" --port "$PORT6" "$X60" $CASES6 \
 		>"$OUT/$m.inject6" 2>&1
