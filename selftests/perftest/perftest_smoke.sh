@@ -48,6 +48,7 @@ CASES=(
 	"ours:atomic_cas_bw   ib_atomic_bw  -A CMP_AND_SWAP -n 200"
 	"wire:read_bw_segments  ib_read_bw  -n 30 -s 65536"
 	"wire:write_bw_segments ib_write_bw -n 30 -s 65536"
+	"wire:write_bw_packed   ib_write_bw -n 640 -s 64 -l 16"
 )
 # A name starting with "wire:" runs under a capture on the link (lib/capture.sh)
 # and passes only if segments.py finds its FPDUs handed to TCP whole: at most
@@ -61,6 +62,11 @@ CASES=(
 # one call, so that TCP builds GSO packets of them (on the veth nothing cuts
 # those): at least SEG_PACK_MIN FPDUs per captured packet on average (about
 # 11-14 measured; one per packet before 0061, one FPDU a call).
+# write_bw_packed posts its 64-byte Writes 16 at a time (-l 16: one
+# ibv_post_send(), one doorbell): since patch 0062 siw sends the small
+# FPDU of each message with MSG_MORE when the next one is already queued,
+# so TCP packs them into one segment, every segment still starting with an
+# FPDU (about 10 per packet measured; one per packet before 0062).
 SEG_TRAILER_PERMILLE=10
 SEG_OTHER_PERMILLE=50
 SEG_PACK_MIN=4
