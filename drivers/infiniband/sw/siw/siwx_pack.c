@@ -80,12 +80,14 @@ void siwx_tx_pack(struct siw_qp *qp, struct socket *s, int burst_len)
 	if (!c_tx->pack_more)
 		c_tx->pack_off = 0;
 	c_tx->pack_more = 0;
-	if (!READ_ONCE(siw_tx_pack) || siw_tcp_nagle || !mss)
+	if (!mss)
 		return;
 
 	len = siwx_fpdu_len(c_tx);
 	if (c_tx->pack_off && c_tx->pack_off + len > mss)
 		siwx_tx_push(qp);
+	if (!READ_ONCE(siw_tx_pack) || siw_tcp_nagle)
+		return;
 	c_tx->pack_off = (c_tx->pack_off + len) % mss;
 	if (!c_tx->pack_off)
 		return;	/* fills the segment, which TCP sends */
