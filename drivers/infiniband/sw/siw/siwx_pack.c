@@ -10,7 +10,8 @@
  * goes out right behind it. When another one follows at once, the FPDU
  * is sent with MSG_MORE instead, so that TCP puts the small FPDUs of
  * several messages into one segment (RFC 5044, section 8: a segment holds
- * one or more complete FPDUs). An FPDU that would not fit into the rest
+ * one or more complete FPDUs), if the first FPDU of the next message fits
+ * into the rest of the segment (a large one would push it at once). An FPDU that would not fit into the rest
  * of the segment being packed pushes that segment first, so every
  * segment still starts with an FPDU; when the send queue stops (empty,
  * ORQ full, fenced, out of burst credit), whatever is packed is pushed.
@@ -22,6 +23,7 @@
  */
 
 #include <linux/net.h>
+#include <linux/sizes.h>
 #include <linux/tcp.h>
 #include <net/tcp.h>
 
@@ -41,14 +43,47 @@ static unsigned int siwx_fpdu_len(struct siw_iwarp_tx *c_tx)
 	       MPA_CRC_SIZE;
 }
 
-/* another work request or response is ready to be sent */
-static bool siwx_tx_next_ready(struct siw_qp *qp)
+/* FPDU bytes besides payload: MPA length, DDP/RDMAP header, pad, CRC */
+#define SIWX_PACK_OVERHEAD 64
+
+/*
+ * The payload bytes of the first FPDU of what is sent next, if a work
+ * request or response is ready (the inbound read queue first, as
+ * siw_activate_tx() takes it), or -1. Only a hint for the decision to
+ * pack: a user may rewrite its send queue entry meanwhile.
+ */
+static int siwx_tx_next_len(struct siw_qp *qp)
 {
-	if (qp->attrs.irq_size &&
-	    READ_ONCE(qp->irq[qp->irq_get % qp->attrs.irq_size].flags) &
-		    SIW_WQE_VALID)
-		return true;
-	return !siw_sq_empty(qp);
+	struct siw_sqe *sqe = NULL;
+	unsigned int len = 0, i, n;
+
+	if (qp->attrs.irq_size) {
+		sqe = &qp->irq[qp->irq_get % qp->attrs.irq_size];
+		if (!(READ_ONCE(sqe->flags) & SIW_WQE_VALID))
+			sqe = NULL;
+		else if (READ_ONCE(sqe->opcode) == SIW_OP_READ_RESPONSE)
+			return READ_ONCE(sqe->sge[0].length);
+		else
+			return 0;	/* an atomic or Flush response */
+	}
+	if (siw_sq_empty(qp))
+		return -1;
+	sqe = &qp->sendq[qp->sq_get % qp->attrs.sq_size];
+	switch (READ_ONCE(sqe->opcode)) {
+	case SIW_OP_SEND:
+	case SIW_OP_SEND_WITH_IMM:
+	case SIW_OP_SEND_REMOTE_INV:
+	case SIW_OP_WRITE:
+	case SIW_OP_WRITE_WITH_IMM:
+		if (READ_ONCE(sqe->flags) & SIW_WQE_INLINE)
+			return READ_ONCE(sqe->sge[0].length);
+		n = min_t(unsigned int, READ_ONCE(sqe->num_sge), SIW_MAX_SGE);
+		for (i = 0; i < n; i++)
+			len += READ_ONCE(sqe->sge[i].length);
+		return min_t(unsigned int, len, SZ_1G);
+	default:
+		return 0;	/* a request, or a local operation */
+	}
 }
 
 static void siwx_tx_push(struct siw_qp *qp)
@@ -97,8 +132,15 @@ void siwx_tx_pack(struct siw_qp *qp, struct socket *s, int burst_len)
 		c_tx->pack_more = 1;
 	else if ((c_tx->state == SIW_SEND_SHORT_FPDU ||
 		  c_tx->pkt.ctrl.ddp_rdmap_ctrl & DDP_FLAG_LAST) &&
-		 burst_len > 1 && siwx_tx_next_ready(qp))
-		c_tx->pack_more = 1;
+		 burst_len > 1) {
+		/* only if the next one fits: else it would push this one */
+		unsigned int room = mss - c_tx->pack_off;
+		int next = siwx_tx_next_len(qp);
+
+		if (next >= 0 && room > SIWX_PACK_OVERHEAD &&
+		    next <= room - SIWX_PACK_OVERHEAD)
+			c_tx->pack_more = 1;
+	}
 }
 
 /*
