@@ -39,7 +39,7 @@ KSFT_DIR     := $(BUILD)/linux/pristine/tools/testing/selftests
 DEPS_OK := $(BUILD)/.deps-ok
 DEPS    := $(TOP)/tools/deps.sh
 
-.PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo fuzz churn bench bench-ulp \
+.PHONY: all deps stage modules siwx upstream rdma_cm rdma-core rpma selftests check demo fuzz churn bench bench-ulp bench-scale \
 	deb install install-modules install-userspace install-wireshark checkpatch series-check upstream-series clean distclean \
 	help ktest debug-kernel check-debug
 
@@ -62,6 +62,7 @@ help:
 	@echo "make churn       1,000 connect/disconnect and 100 module load cycles in one VM (CHURN_CONNS, CHURN_LOADS)"
 	@echo "make bench       siwx vs upstream siw, rxe and raw TCP, then make bench-ulp (BENCH=quick|full)"
 	@echo "make bench-ulp   NVMe-oF and NFS over siwx vs upstream siw, rxe and their TCP transports"
+	@echo "make bench-scale 1-64 QPs, connection rate, kernel memory per QP/MR/connection (BENCH=quick|full)"
 	@echo "make deb         build/deb/out: siwx-dkms and siwx-rdma-core .deb (Documentation/install.md)"
 	@echo "make install     install siw.ko (updates/), rdma-core into PREFIX=$(PREFIX), the Wireshark dissector"
 	@echo "make install-wireshark  tools/wireshark/siwx.lua into WIRESHARK_LUA_DIR"
@@ -207,6 +208,10 @@ bench: modules rdma-core
 
 bench-ulp: modules
 	@BENCH=$(BENCH) KVER=$(KVER) $(TOP)/tools/bench/ulp-bench.sh
+
+# issue 15's "Scale" item: into build/bench-scale/ (not part of make bench)
+bench-scale: modules rdma-core
+	@BENCH=$(BENCH) KVER=$(KVER) $(TOP)/tools/bench/scale.sh
 
 checkpatch: stage
 	@$(TOP)/tools/checkpatch.sh $(BUILD)/linux/pristine

@@ -33,6 +33,11 @@
 #                            ULP matrix: every job row with its ratios (the
 #                            median of per-repetition ratios), the targets,
 #                            the plot; a missing point fails it and is named
+#   bench.scale_report       tools/bench/scale-report.py on samples of the
+#                            whole make bench-scale matrix: check-scale-report.sh
+#                            passes it, fails it without a table row or the
+#                            verdict line, and fails a failed point (passes
+#                            it when SCALE_CHECK_ALLOW_FAIL names its reason)
 
 set -u
 # HERE: selftests/ (this script is suite runner's, in selftests/runner/)
@@ -431,8 +436,96 @@ t_check_report() {
 	return "$bad"
 }
 
+# scale_fixture DIR [KIND TEST N]: DIR/meta.txt and DIR/samples.csv of a
+# BENCH=quick make bench-scale run in which every point was measured, but
+# KIND's TEST with N objects or QPs, which failed
+scale_fixture() {
+	(
+	# shellcheck source=tools/bench/scale.conf
+	. "$TOP/tools/bench/scale.conf"
+	scale_config quick
+	scale_meta > "$1/meta.txt"
+	local k t s p n m seq=0 fail="${2:-} ${3:-} ${4:-}"
+	exec > "$1/samples.csv"
+	echo "seq,rep,kind,test,size,n,procs,metric,value,unit,wall_s,note"
+	for k in $SCALE_KINDS; do
+		while read -r t s p n; do
+			seq=$((seq + 1))
+			for m in bw_avg_MiBps msg_rate_Mpps; do
+				if [ "$k $t $n" = "$fail" ]; then
+					echo "$seq,1,$k,$t,$s,$n,$p,$m,fail,,1.0,fixture: failed"
+				else
+					echo "$seq,1,$k,$t,$s,$n,$p,$m,$((seq % 90 + 10)).5,x,1.0,fixture"
+				fi
+			done
+		done <<< "$(scale_bw_points)"
+		while read -r t s n; do
+			seq=$((seq + 1))
+			for m in per_kernel_B per_kernel_min_B per_kernel_max_B per_sunreclaim_B \
+				 per_vmalloc_B residual_kernel_B; do
+				if [ "$k $t $n" = "$fail" ]; then
+					echo "$seq,1,$k,$t,$s,$n,1,$m,fail,,1.0,fixture: failed"
+				else
+					echo "$seq,1,$k,$t,$s,$n,1,$m,$((1000 + seq)),B,1.0,fixture"
+				fi
+			done
+		done <<< "$(scale_mem_points)"
+	done
+	for k in $SCALE_CONN_KINDS; do
+		seq=$((seq + 1))
+		for m in conn_per_s connect_median_ms connect_p90_ms cycle_median_ms; do
+			echo "$seq,1,$k,conn_rate,0,$SCALE_CONNS,1,$m,$((seq + 10)).5,x,1.0,fixture"
+		done
+		echo "$seq,1,$k,conn_rate,0,$SCALE_CONNS,1,conn_failed,0,count,1.0,fixture"
+	done
+	) && python3 "$TOP/tools/bench/scale-report.py" "$1" > /dev/null
+}
+
+t_scale_report() {
+	local bad=0 d=$TMP/scale out v n e p
+	# csr DIR pass|fail [PATTERN]: check-scale-report's verdict on DIR; a
+	# failure must be a "not ok" line matching PATTERN
+	csr() {
+		local rc
+		out=$("$TOP/tools/bench/check-scale-report.sh" "$1" 2>&1)
+		rc=$?
+		if [ "$2" = pass ] && [ "$rc" != 0 ]; then
+			echo "$1: check-scale-report fails a complete report:"
+			grep -A3 '^not ok' <<< "$out"
+			bad=1
+		elif [ "$2" = fail ] && [ "$rc" = 0 ]; then
+			echo "$1: check-scale-report passes it ($3)"
+			bad=1
+		elif [ "$2" = fail ] && ! grep -q "^not ok .*$3" <<< "$out"; then
+			echo "$1: check-scale-report fails, but not on '$3':"
+			grep '^not ok' <<< "$out"
+			bad=1
+		fi
+	}
+	mkdir -p "$d/ok" "$d/failed" || return 1
+	scale_fixture "$d/ok" || { echo "cannot make the fixture"; return 1; }
+	csr "$d/ok" pass
+	for v in "no-bw-row:/^| 64 | 4 |/d:bandwidth tables complete" \
+		 "no-conn-row:/^| raw TCP | /d:connection rate table complete" \
+		 "no-mem-row:/^| MR of 1 MiB | 256 |/d:memory tables complete" \
+		 "no-verdict:/^\*\*Scale targets/d:scale targets verdict"; do
+		IFS=: read -r n e p <<< "$v"
+		cp -r "$d/ok" "$d/$n"
+		sed -i "$e" "$d/$n/report.md"
+		cmp -s "$d/ok/report.md" "$d/$n/report.md" && { echo "$n: sed '$e' changed nothing"; bad=1; }
+		csr "$d/$n" fail "$p"
+	done
+	scale_fixture "$d/failed" siwx write_bw 64 || return 1
+	csr "$d/failed" fail "siwx write_bw size 65536 n 64 procs 1: measured"
+	grep -q '^| 64 | 1 | FAILED \[1\] |' "$d/failed/report.md" ||
+		{ echo "failed: no '| 64 | 1 | FAILED [1] |' row"; bad=1; }
+	out=$(SCALE_CHECK_ALLOW_FAIL="fixture: failed" "$TOP/tools/bench/check-scale-report.sh" "$d/failed" 2>&1) ||
+		{ echo "failed: SCALE_CHECK_ALLOW_FAIL does not allow it:"; grep -A3 '^not ok' <<< "$out"; bad=1; }
+	return "$bad"
+}
+
 echo "TAP version 13"
-echo "1..9"
+echo "1..10"
 check settings.valid t_settings
 check env.reaches_guest t_env
 check env.runner_vars_stay t_runner_vars
@@ -442,6 +535,7 @@ check kernel_problems.patterns t_kernel_problems
 check tap.report t_tap_report
 check bench.check_report t_check_report
 check bench.ulp_report t_ulp_report
+check bench.scale_report t_scale_report
 if [ "$FAILED" = 0 ]; then
 	echo "# runner checks ok"
 else
