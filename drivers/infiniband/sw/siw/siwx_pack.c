@@ -11,8 +11,9 @@
  * is sent with MSG_MORE instead, so that TCP puts the small FPDUs of
  * several messages into one segment (RFC 5044, section 8: a segment holds
  * one or more complete FPDUs), if the first FPDU of the next message fits
- * into the rest of the segment (a large one would push it at once). An FPDU that would not fit into the rest
- * of the segment being packed pushes that segment first, so every
+ * into the rest of the segment (a large one would push it at once). An
+ * FPDU that would not fit into the rest of the segment being packed
+ * pushes that segment first, so every
  * segment still starts with an FPDU; when the send queue stops (empty,
  * ORQ full, fenced, out of burst credit), whatever is packed is pushed.
  * Latency is not affected: an FPDU waits only for the one that is sent
@@ -54,17 +55,18 @@ static unsigned int siwx_fpdu_len(struct siw_iwarp_tx *c_tx)
  */
 static int siwx_tx_next_len(struct siw_qp *qp)
 {
-	struct siw_sqe *sqe = NULL;
-	unsigned int len = 0, i, n;
+	struct siw_sqe *sqe;
+	u64 len = 0;
+	unsigned int i, n;
 
 	if (qp->attrs.irq_size) {
 		sqe = &qp->irq[qp->irq_get % qp->attrs.irq_size];
-		if (!(READ_ONCE(sqe->flags) & SIW_WQE_VALID))
-			sqe = NULL;
-		else if (READ_ONCE(sqe->opcode) == SIW_OP_READ_RESPONSE)
-			return READ_ONCE(sqe->sge[0].length);
-		else
-			return 0;	/* an atomic or Flush response */
+		if (READ_ONCE(sqe->flags) & SIW_WQE_VALID) {
+			if (READ_ONCE(sqe->opcode) != SIW_OP_READ_RESPONSE)
+				return 0;	/* an atomic or Flush response */
+			len = READ_ONCE(sqe->sge[0].length);
+			return min_t(u64, len, SZ_1G);
+		}
 	}
 	if (siw_sq_empty(qp))
 		return -1;
@@ -75,12 +77,13 @@ static int siwx_tx_next_len(struct siw_qp *qp)
 	case SIW_OP_SEND_REMOTE_INV:
 	case SIW_OP_WRITE:
 	case SIW_OP_WRITE_WITH_IMM:
-		if (READ_ONCE(sqe->flags) & SIW_WQE_INLINE)
-			return READ_ONCE(sqe->sge[0].length);
-		n = min_t(unsigned int, READ_ONCE(sqe->num_sge), SIW_MAX_SGE);
+		n = 1;
+		if (!(READ_ONCE(sqe->flags) & SIW_WQE_INLINE))
+			n = min_t(unsigned int, READ_ONCE(sqe->num_sge),
+				  SIW_MAX_SGE);
 		for (i = 0; i < n; i++)
 			len += READ_ONCE(sqe->sge[i].length);
-		return min_t(unsigned int, len, SZ_1G);
+		return min_t(u64, len, SZ_1G);
 	default:
 		return 0;	/* a request, or a local operation */
 	}
