@@ -86,7 +86,7 @@ verdict() { if [ "$2" = 0 ]; then ok "$1"; else nok "$1" "$3"; fi; }
 say() { echo "# $*"; echo "== $*" >> "$LOG"; }
 nsx() { if [ -n "$NS" ]; then ip netns exec "$NS" "$@"; else "$@"; fi; }
 
-modprobe -a sch_netem sch_ingress cls_matchall act_gact act_pedit act_csum \
+modprobe -a sch_netem sch_ingress cls_u32 cls_matchall act_gact act_pedit act_csum \
 	inet_diag tcp_diag >> "$LOG" 2>&1
 KLOG0=$(dmesg | wc -l)
 

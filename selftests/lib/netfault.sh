@@ -8,16 +8,21 @@
 #
 #   nf_netem "DEVS" SPEC...     netem SPEC as the root qdisc ("none":
 #                               removed)
-#   nf_corrupt "DEVS" N|none    1 in N frames gets 4 bytes of TCP payload
-#                               inverted (offset 200 of the frame) and a
-#                               valid TCP checksum: offloads off, so that
-#                               each frame is one linear TCP segment, pedit
-#                               and csum actions on a clsact egress
-#                               filter; only MPA's CRC can tell. "none":
-#                               all of it undone
-#   nf_corrupted "DEVS"         how many frames pedit changed (the sum)
+#   nf_corrupt "DEVS" N|none    1 in N IPv4 packets of at least 256 bytes
+#                               gets 4 bytes of TCP payload inverted
+#                               (offset 200 of the IP packet) and a valid
+#                               TCP checksum: offloads off, so that each
+#                               frame is one linear TCP segment, pedit and
+#                               csum actions on a clsact egress filter;
+#                               only MPA's CRC can tell. Shorter packets
+#                               (ACKs, small FPDUs) pass a filter before
+#                               it: they hold no payload at that offset,
+#                               and counting them would claim corruption
+#                               that never reached an FPDU. "none": all of
+#                               it undone
+#   nf_corrupted "DEVS"         how many packets pedit changed (the sum)
 #
-# Needs sch_netem, sch_ingress (clsact), cls_matchall, act_gact,
+# Needs sch_netem, sch_ingress (clsact), cls_u32, cls_matchall, act_gact,
 # act_pedit, act_csum. ethtool's and tc's complaints go to NF_LOG
 # (default /dev/null).
 
@@ -53,7 +58,9 @@ nf_corrupt() {
 		fi
 		nf_on "$d" ethtool -K {} tx off sg off tso off gso off >>"$log" 2>&1 &&
 		nf_on "$d" tc qdisc add dev {} clsact &&
-		nf_on "$d" tc filter add dev {} egress matchall \
+		nf_on "$d" tc filter add dev {} egress prio 1 protocol ip \
+			u32 match u16 0 0xff00 at 2 action ok &&
+		nf_on "$d" tc filter add dev {} egress prio 2 protocol ip matchall \
 			action gact ok random netrand pipe "$n" \
 			action pedit munge offset 200 u32 invert pipe \
 			action csum tcp || return 1

@@ -70,7 +70,7 @@ if ! command -v nvme >/dev/null || ! command -v fio >/dev/null || ! command -v t
 	skip_rest "nvme-cli, fio, tc or ethtool missing (make deps)"
 fi
 check setup.modules load_modules brd nvmet nvmet_rdma nvme_fabrics nvme_rdma sch_netem \
-	sch_ingress cls_matchall act_gact act_pedit act_csum
+	sch_ingress cls_u32 cls_matchall act_gact act_pedit act_csum
 [ "$fails" = 0 ] || skip_rest "modules missing"
 check setup.network net_up
 [ "$fails" = 0 ] || skip_rest "network setup failed"
@@ -257,7 +257,7 @@ cleanup() {
 	target_down || rc=1
 	net_down
 	unload_modules nvme_rdma nvmet_rdma brd sch_netem act_csum act_pedit act_gact \
-		cls_matchall sch_ingress || rc=1
+		cls_matchall cls_u32 sch_ingress || rc=1
 	return $rc
 }
 check cleanup cleanup
