@@ -79,7 +79,7 @@ check setup.target target_up "1:rdma:$RPORT"
 BASE=$(rdma_res)
 say "rdma res with the target listening: $BASE"
 
-CTRL= DEV=
+CTRL='' DEV=''
 if connect rdma "$RPORT" && disconnect && res_pooled && connect rdma "$RPORT"; then
 	say "connected over rdma: $CTRL, namespace $DEV"
 	ok connect

@@ -40,6 +40,9 @@ TOP=${SIWX_TOP:?run me with tools/vm/run}
 . "$TOP/tools/bench/bench.conf"
 BENCH_REPEAT=${2:-} bench_config "$MODE" || exit 2
 
+# shellcheck source=tools/bench/guest-lib.sh
+. "$TOP/tools/bench/guest-lib.sh"
+
 P=$TOP/build/rdma-core/prefix
 export LD_LIBRARY_PATH=$P/lib
 KO_siwx=$TOP/build/siwx/siw.ko
@@ -54,9 +57,6 @@ CSV=$OUT/samples.csv
 INFO=$OUT/guest.txt
 mkdir -p "$LOGS"
 
-SIW_A0=192.168.77.1	# siw1/veth1 in $NS1 is 192.168.77.2
-RXE_A0=192.168.79.1 RXE_A1=192.168.79.2
-
 # Every benchmark process runs at nice 19 (this script renices itself, the
 # tools inherit it).  perftest and tcp_pingpong busy-poll; at the same
 # priority as the kernel threads that carry the traffic (ksoftirqd, siw's
@@ -64,96 +64,17 @@ RXE_A0=192.168.79.1 RXE_A1=192.168.79.2
 # instead of the network.  The same for all kinds.
 renice -n 19 -p $$ > /dev/null
 
-SEQ=0 FAILS=0 T0=$EPOCHREALTIME
+TAG=bench SEQ=0 FAILS=0 T0=$EPOCHREALTIME
 CUR_SIW=siwx	# tools/vm/run loaded build/siwx/siw.ko
 declare -A ATOMIC_NA=()	# kind -> reason, when the device has no atomics
-declare -A KIND_BROKEN=()	# kind -> reason, when its setup failed
-
-# Under TCG every exec costs 0.1 s or more: sleep and parse with builtins.
-# (No process substitution: the guest has no /dev/fd.)
-mkfifo /run/bench-nap 2>/dev/null
-exec {NAPFD}<>/run/bench-nap
-nap() { read -r -t "$1" -u "$NAPFD" _; }
-elapsed() { # seconds since the start, 0.1 s resolution, no exec
-	local d=$(( (${EPOCHREALTIME/./} - ${T0/./}) / 100000 ))
-	printf -v REPLY '%d.%d' $((d / 10)) $((d % 10))
-}
-say() { elapsed; echo "bench [${REPLY}s] $*"; echo "[${REPLY}s] $*" >> "$INFO"; }
+declare -A ATOMIC_CHECKED=()	# kind -> 1, once atomic_check saw its device
+nap_open bench
 
 echo "seq,rep,kind,test,size,metric,value,unit,wall_s,note" > "$CSV"
 # sample REP KIND TEST SIZE METRIC VALUE UNIT [NOTE]
-sample() {
-	local note=${8:-}
-	note=${note//,/;}
-	note=${note//\"/\'}
-	elapsed
-	echo "$SEQ,$1,$2,$3,$4,$5,$6,$7,$REPLY,$note" >> "$CSV"
-}
-
-# tcp_listening PORT: a TCP socket listens on PORT in this netns (bash only).
-tcp_listening() {
-	local hex l st
-	printf -v hex ':%04X' "$1"
-	while read -r _ l _ st _; do
-		[[ $l == *"$hex" && $st == 0A ]] && return 0
-	done < /proc/net/tcp
-	return 1
-}
-# cm_listening PORT: an rdma_cm id listens on PORT (rxe: no TCP socket).
-cm_listening() {
-	local line
-	while read -r line; do
-		[[ $line == *LISTEN* && $line == *":$1 "* ]] && return 0
-		[[ $line == *LISTEN* && $line == *":$1" ]] && return 0
-	done <<< "$(rdma res show cm_id 2>/dev/null)"
-	return 1
-}
-# wait_listen KIND PORT PID: wait until the server listens (max ~30 s).
-wait_listen() {
-	local i
-	for ((i = 0; i < 150; i++)); do
-		kill -0 "$3" 2>/dev/null || return 1
-		case $1 in
-		rxe) cm_listening "$2" && return 0; nap 0.2 ;;
-		*) tcp_listening "$2" && return 0; nap 0.1 ;;
-		esac
-	done
-	return 1
-}
-# reap PID SEC: wait for PID at most SEC seconds, then kill it; RC = status.
-reap() {
-	local n=$(($2 * 10))
-	while kill -0 "$1" 2>/dev/null && ((n-- > 0)); do nap 0.1; done
-	if kill -0 "$1" 2>/dev/null; then
-		kill -TERM "$1" 2>/dev/null
-		nap 0.5
-		kill -KILL "$1" 2>/dev/null
-	fi
-	wait "$1"
-	RC=$?
-}
-
-# status_text STATUS: what an exit status of timeout(1) CMD means.
-status_text() {
-	case $1 in
-	0) echo "ok" ;;
-	124) echo "timed out" ;;
-	13[4-9] | 1[4-9][0-9]) echo "killed by signal $(($1 - 128))" ;;
-	*) echo "status $1" ;;
-	esac
-}
+sample() { csv_row "$1,$2,$3,$4,$5,$6,$7" "${8:-}"; }
 
 # ---------------------------------------------------------------- setup
-siw_links_del() {
-	[ -e /sys/class/infiniband/siw1 ] && ip netns exec "$NS1" rdma link delete siw1
-	[ -e /sys/class/infiniband/siw0 ] && rdma link delete siw0
-	return 0
-}
-siw_links_add() {
-	rdma link add siw0 type siw netdev veth0 &&
-		ip netns exec "$NS1" rdma link add siw1 type siw netdev veth1
-}
-
 # atomic_check KIND DEV: note whether DEV supports atomics.
 atomic_check() {
 	local cap
@@ -169,63 +90,6 @@ atomic_check() {
 	say "$1: $2 atomic_cap ${cap:-?}"
 }
 
-# use_siw KIND: make KIND (siwx|upstream) the loaded siw module.
-use_siw() {
-	local want=$1 ko v
-	[ "$CUR_SIW" = "$want" ] && return 0
-	ko=KO_$want
-	ko=${!ko}
-	say "swapping siw: $CUR_SIW -> $want ($ko)"
-	CUR_SIW=none
-	siw_links_del || { KIND_BROKEN[$want]="rdma link delete failed"; return 1; }
-	if [ -e /sys/module/siw ] && ! rmmod siw; then
-		KIND_BROKEN[$want]="rmmod siw failed"
-		return 1
-	fi
-	insmod "$ko" || { KIND_BROKEN[$want]="insmod $ko failed"; return 1; }
-	siw_links_add || { KIND_BROKEN[$want]="rdma link add failed"; return 1; }
-	unset "KIND_BROKEN[$want]"
-	CUR_SIW=$want
-	v=
-	[ -r /sys/module/siw/version ] && read -r v < /sys/module/siw/version
-	say "loaded $want: siw version '${v:-none}'"
-	[ -n "${ATOMIC_CHECKED[$want]:-}" ] || { atomic_check "$want" siw0; ATOMIC_CHECKED[$want]=1; }
-}
-declare -A ATOMIC_CHECKED=()
-
-setup_rxe() {
-	local f
-	modprobe rdma_rxe || return 1
-	ip -batch - <<-EOF || return 1
-	link add vr0 type veth peer name vr1
-	addr add $RXE_A0/24 dev vr0
-	addr add $RXE_A1/24 dev vr1
-	link set vr0 up
-	link set vr1 up
-	EOF
-	# Both addresses are local: without help the kernel would route
-	# between them over lo.  Look up "local" only for packets that came in
-	# on vr0/vr1, send everything for the other address out of the veth.
-	for f in all vr0 vr1; do
-		echo 0 > /proc/sys/net/ipv4/conf/$f/rp_filter
-		echo 1 > /proc/sys/net/ipv4/conf/$f/accept_local
-	done
-	ip -batch - <<-EOF || return 1
-	rule add pref 10 iif vr0 lookup local
-	rule add pref 11 iif vr1 lookup local
-	route add $RXE_A0 dev vr1 src $RXE_A1 table 101
-	route add $RXE_A1 dev vr0 src $RXE_A0 table 102
-	rule add pref 20 to $RXE_A0 lookup 101
-	rule add pref 21 to $RXE_A1 lookup 102
-	rule add pref 100 lookup local
-	rule del pref 0
-	EOF
-	rdma link add rxe0 type rxe netdev vr0 || return 1
-	rdma link add rxe1 type rxe netdev vr1 || return 1
-	{ ip rule; ip route get "$RXE_A0"; rdma link show; } >> "$INFO" 2>&1
-	atomic_check rxe rxe0
-}
-
 # ---------------------------------------------------------------- runs
 # bw_iters SIZE: iterations for a bandwidth point (byte budget, bounded).
 bw_iters() {
@@ -238,7 +102,7 @@ bw_iters() {
 # perftest_point REP KIND TEST SIZE
 perftest_point() {
 	local rep=$1 kind=$2 test=$3 size=$4
-	local prog args=() d0 d1 a0 pre=() port slog clog try spid crc lim f hdr line note=
+	local prog args=() port slog clog try crc lim f hdr line note=
 	case $test in
 	write_lat) prog=ib_write_lat args=(-s "$size" -n "$BENCH_LAT_ITERS") ;;
 	read_lat) prog=ib_read_lat args=(-s "$size" -n "$BENCH_LAT_ITERS") ;;
@@ -252,10 +116,7 @@ perftest_point() {
 	atomic_cas_bw) prog=ib_atomic_bw args=(-A CMP_AND_SWAP -n "$BENCH_ATOMIC_BW_ITERS") ;;
 	*) echo "bench: unknown test $test" >&2; return 1 ;;
 	esac
-	case $kind in
-	siwx | upstream) d0=siw0 d1=siw1 a0=$SIW_A0 pre=(ip netns exec "$NS1") ;;
-	rxe) d0=rxe0 d1=rxe1 a0=$RXE_A0 ;;
-	esac
+	kind_env "$kind"
 	if [ -n "${KIND_BROKEN[$kind]:-}" ]; then
 		SEQ=$((SEQ + 1))
 		sample "$rep" "$kind" "$test" "$size" "$(bench_main_metric "$test")" fail "" \
@@ -279,21 +140,14 @@ perftest_point() {
 		port=$((20000 + SEQ))
 		printf -v f '%s/%04d-r%d-%s-%s-%s' "$LOGS" "$SEQ" "$rep" "$kind" "$test" "$size"
 		slog=$f.server.txt clog=$f.client.txt
-		# (no timeout(1) for the server: reap kills it; execs are dear)
-		"$prog" -R -F -d "$d0" -p "$port" "${args[@]}" > "$slog" 2>&1 &
-		spid=$!
-		if ! wait_listen "$kind" "$port" "$spid"; then
+		if ! serve "$kind" "$port" "$slog" "$prog" -R -F -d "$D0" -p "$port" "${args[@]}"; then
 			note="server did not listen (try $try)"
-			reap "$spid" 1
 			continue
 		fi
-		# rxe (IB CM): a REQ right after the listen shows up is sometimes
-		# rejected (invalid service ID), and perftest then crashes.
-		[ "$kind" = rxe ] && nap 0.5
-		timeout -k 5 "$lim" "${pre[@]}" "$prog" -R -F -d "$d1" -p "$port" "${args[@]}" "$a0" \
+		timeout -k 5 "$lim" "${PRE[@]}" "$prog" -R -F -d "$D1" -p "$port" "${args[@]}" "$A0" \
 			> "$clog" 2>&1
 		crc=$?
-		reap "$spid" 20
+		reap "$SPID" 20
 		if [ "$crc" = 0 ] && [ "$RC" = 0 ]; then
 			# perftest converts cycles to time with a CPU clock it
 			# measures first; under TCG that can fail (r^2 < 0.9),
@@ -376,13 +230,10 @@ tool_fail() {
 #   flush_bench  the Flush/Atomic Write points (server -P $PMEM if the
 #                guest has a devdax device)
 tool_point() {
-	local tool=$1 rep=$2 kind=$3 a0 pre=() port slog clog try spid crc f kw tt ss rest note=
+	local tool=$1 rep=$2 kind=$3 port slog clog try crc f kw tt ss rest note=
 	local t s k n=0 lim prog=$TOP/build/bench/$1 sargs=() cargs=()
 	local -A r=() seen=()
-	case $kind in
-	siwx | upstream) a0=$SIW_A0 pre=(ip netns exec "$NS1") ;;
-	rxe) a0=$RXE_A0 ;;
-	esac
+	kind_env "$kind"
 	case $tool in
 	imm_bench)
 		lim=$BENCH_IMM_TIMEOUT
@@ -404,17 +255,13 @@ tool_point() {
 		port=$((20000 + SEQ))
 		printf -v f '%s/%04d-r%d-%s-%s' "$LOGS" "$SEQ" "$rep" "$kind" "$tool"
 		slog=$f.server.txt clog=$f.client.txt
-		"$prog" -s -a "$a0" -p "$port" "${sargs[@]}" > "$slog" 2>&1 &
-		spid=$!
-		if ! wait_listen "$kind" "$port" "$spid"; then
+		if ! serve "$kind" "$port" "$slog" "$prog" -s -a "$A0" -p "$port" "${sargs[@]}"; then
 			note="server did not listen (try $try)"
-			reap "$spid" 1
 			continue
 		fi
-		[ "$kind" = rxe ] && nap 0.5
-		timeout -k 5 "$lim" "${pre[@]}" "$prog" -c "$a0" -p "$port" "${cargs[@]}" > "$clog" 2>&1
+		timeout -k 5 "$lim" "${PRE[@]}" "$prog" -c "$A0" -p "$port" "${cargs[@]}" > "$clog" 2>&1
 		crc=$?
-		reap "$spid" 20
+		reap "$SPID" 20
 		if [ "$crc" = 0 ] && [ "$RC" = 0 ]; then
 			note=
 			break
@@ -471,7 +318,7 @@ tool_point() {
 # tcp_point REP TEST: iperf3 (tcp_bw) or tcp_pingpong (tcp_rtt), server in
 # the initial netns on veth0, client in $NS1 on veth1.
 tcp_point() {
-	local rep=$1 test=$2 port spid crc f slog clog size kv k v bps='' try note=''
+	local rep=$1 test=$2 port crc f slog clog size kv k v bps='' try note='' srv
 	local -A r=()
 	for ((try = 1; try <= 3; try++)); do
 		SEQ=$((SEQ + 1))
@@ -483,13 +330,11 @@ tcp_point() {
 		printf -v f '%s/%04d-r%d-tcp-%s-%s' "$LOGS" "$SEQ" "$rep" "$test" "$size"
 		slog=$f.server.txt clog=$f.client.txt
 		case $test in
-		tcp_rtt) "$PP" -s -b "$SIW_A0" -p "$port" > "$slog" 2>&1 & ;;
-		tcp_bw) iperf3 -s -1 -B "$SIW_A0" -p "$port" > "$slog" 2>&1 & ;;
+		tcp_rtt) srv=("$PP" -s -b "$SIW_A0" -p "$port") ;;
+		tcp_bw) srv=(iperf3 -s -1 -B "$SIW_A0" -p "$port") ;;
 		esac
-		spid=$!
-		if ! wait_listen tcp "$port" "$spid"; then
+		if ! serve tcp "$port" "$slog" "${srv[@]}"; then
 			note="server did not listen (try $try)"
-			reap "$spid" 1
 			continue
 		fi
 		case $test in
@@ -499,7 +344,7 @@ tcp_point() {
 				-t "$BENCH_TCP_SECS" -J > "$clog" 2>&1 ;;
 		esac
 		crc=$?
-		reap "$spid" 10
+		reap "$SPID" 10
 		if [ "$crc" = 0 ] && [ "$RC" = 0 ]; then
 			note=
 			break
@@ -552,7 +397,10 @@ tcp_point() {
 kind_block() {
 	local rep=$1 kind=$2 t s
 	case $kind in
-	siwx | upstream) use_siw "$kind" ;;
+	siwx | upstream)
+		# the first time a module is loaded: whether its device has atomics
+		use_siw "$kind" && [ -z "${ATOMIC_CHECKED[$kind]:-}" ] &&
+			{ atomic_check "$kind" siw0; ATOMIC_CHECKED[$kind]=1; } ;;
 	esac
 	while read -r t s; do
 		if [ "$kind" = tcp ]; then
@@ -603,30 +451,11 @@ done
 say "flush_bench server memory: ${PMEM:-anonymous (no devdax device: persistent Flush n/a)}"
 ATOMIC_CHECKED[siwx]=1
 atomic_check siwx siw0
-if ! setup_rxe >> "$LOGS/setup-rxe.txt" 2>&1; then
+if ! { setup_rxe && atomic_check rxe rxe0; } >> "$LOGS/setup-rxe.txt" 2>&1; then
 	KIND_BROKEN[rxe]="rxe setup failed (see logs/setup-rxe.txt)"
 	say "rxe setup FAILED"
 fi
 say "setup done"
 
-read -r -a ORDER <<< "$BENCH_KINDS"
-for ((rep = 1; rep <= BENCH_REPS; rep++)); do
-	if ((rep % 2)); then
-		kinds=("${ORDER[@]}")
-	else
-		kinds=()
-		for ((i = ${#ORDER[@]} - 1; i >= 0; i--)); do kinds+=("${ORDER[i]}"); done
-	fi
-	say "repetition $rep/$BENCH_REPS: ${kinds[*]}"
-	for kind in "${kinds[@]}"; do
-		kind_block "$rep" "$kind"
-	done
-done
-
-# tools/vm/run's teardown removes siw0/siw1 and whichever siw is loaded.
-for d in rxe1 rxe0; do
-	[ -e "/sys/class/infiniband/$d" ] && rdma link delete "$d"
-done
-say "done: $SEQ runs, $FAILS failed"
-[ "$FAILS" = 0 ] || exit 3
-exit 0
+run_reps "$BENCH_REPS" "$BENCH_KINDS"
+guest_done

@@ -36,6 +36,8 @@ TOP=${SIWX_TOP:?run me with tools/vm/run}
 # shellcheck source=tools/bench/scale.conf
 . "$TOP/tools/bench/scale.conf"
 SCALE_REPEAT=${2:-} scale_config "$MODE" || exit 2
+# shellcheck source=tools/bench/guest-lib.sh
+. "$TOP/tools/bench/guest-lib.sh"
 
 P=$TOP/build/rdma-core/prefix
 export LD_LIBRARY_PATH=$P/lib
@@ -52,39 +54,18 @@ CSV=$OUT/samples.csv
 INFO=$OUT/guest.txt
 mkdir -p "$LOGS"
 
-SIW_A0=192.168.77.1 SIW_A1=192.168.77.2	# siw1/veth1 is in $NS1
-RXE_A0=192.168.79.1 RXE_A1=192.168.79.2
-
 # nice 19 for every benchmark process, as guest-bench.sh (perftest
 # busy-polls; the kernel threads that carry the traffic must not wait for
 # a scheduler tick)
 renice -n 19 -p $$ > /dev/null
 
-SEQ=0 FAILS=0 PORT=20000 T0=$EPOCHREALTIME
+TAG=bench-scale SEQ=0 FAILS=0 PORT=20000 T0=$EPOCHREALTIME
 CUR_SIW=siwx	# tools/vm/run loaded build/siwx/siw.ko
-declare -A KIND_BROKEN=()	# kind -> reason, when its setup failed
-
-# Under TCG every exec costs 0.1 s or more: sleep and parse with builtins.
-# (No process substitution: the guest has no /dev/fd.)  The helpers up to
-# setup_rxe are guest-bench.sh's.
-mkfifo /run/scale-nap 2>/dev/null
-exec {NAPFD}<>/run/scale-nap
-nap() { read -r -t "$1" -u "$NAPFD" _; }
-elapsed() { # seconds since the start, 0.1 s resolution, no exec
-	local d=$(( (${EPOCHREALTIME/./} - ${T0/./}) / 100000 ))
-	printf -v REPLY '%d.%d' $((d / 10)) $((d % 10))
-}
-say() { elapsed; echo "bench-scale [${REPLY}s] $*"; echo "[${REPLY}s] $*" >> "$INFO"; }
+nap_open scale
 
 echo "seq,rep,kind,test,size,n,procs,metric,value,unit,wall_s,note" > "$CSV"
 # sample REP KIND TEST SIZE N PROCS METRIC VALUE UNIT [NOTE]
-sample() {
-	local note=${10:-}
-	note=${note//,/;}
-	note=${note//\"/\'}
-	elapsed
-	echo "$SEQ,$1,$2,$3,$4,$5,$6,$7,$8,$9,$REPLY,$note" >> "$CSV"
-}
+sample() { csv_row "$1,$2,$3,$4,$5,$6,$7,$8,$9" "${10:-}"; }
 # main_metric TEST: the metric of TEST's table (a failed point's row)
 main_metric() {
 	case $1 in
@@ -100,129 +81,10 @@ fail_point() {
 	FAILS=$((FAILS + 1))
 }
 
-# tcp_listening PORT: a TCP socket listens on PORT in this netns (bash only).
-tcp_listening() {
-	local hex l st
-	printf -v hex ':%04X' "$1"
-	while read -r _ l _ st _; do
-		[[ $l == *"$hex" && $st == 0A ]] && return 0
-	done < /proc/net/tcp
-	return 1
-}
-# cm_listening PORT: an rdma_cm id listens on PORT (rxe: no TCP socket).
-cm_listening() {
-	local line
-	while read -r line; do
-		[[ $line == *LISTEN* && $line == *":$1 "* ]] && return 0
-		[[ $line == *LISTEN* && $line == *":$1" ]] && return 0
-	done <<< "$(rdma res show cm_id 2>/dev/null)"
-	return 1
-}
-# wait_listen KIND PORT PID: wait until the server listens (max ~30 s).
-wait_listen() {
-	local i
-	for ((i = 0; i < 150; i++)); do
-		kill -0 "$3" 2>/dev/null || return 1
-		case $1 in
-		rxe) cm_listening "$2" && return 0; nap 0.2 ;;
-		*) tcp_listening "$2" && return 0; nap 0.1 ;;
-		esac
-	done
-	return 1
-}
-# reap PID SEC: wait for PID at most SEC seconds, then kill it; RC = status.
-reap() {
-	local n=$(($2 * 10))
-	while kill -0 "$1" 2>/dev/null && ((n-- > 0)); do nap 0.1; done
-	if kill -0 "$1" 2>/dev/null; then
-		kill -TERM "$1" 2>/dev/null
-		nap 0.5
-		kill -KILL "$1" 2>/dev/null
-	fi
-	wait "$1"
-	RC=$?
-}
-# status_text STATUS: what an exit status of timeout(1) CMD means.
-status_text() {
-	case $1 in
-	0) echo "ok" ;;
-	124) echo "timed out" ;;
-	13[4-9] | 1[4-9][0-9]) echo "killed by signal $(($1 - 128))" ;;
-	*) echo "status $1" ;;
-	esac
-}
-
-siw_links_del() {
-	[ -e /sys/class/infiniband/siw1 ] && ip netns exec "$NS1" rdma link delete siw1
-	[ -e /sys/class/infiniband/siw0 ] && rdma link delete siw0
-	return 0
-}
-siw_links_add() {
-	rdma link add siw0 type siw netdev veth0 &&
-		ip netns exec "$NS1" rdma link add siw1 type siw netdev veth1
-}
-# use_siw KIND: make KIND (siwx|upstream) the loaded siw module.
-use_siw() {
-	local want=$1 ko v
-	[ "$CUR_SIW" = "$want" ] && return 0
-	ko=KO_$want
-	ko=${!ko}
-	say "swapping siw: $CUR_SIW -> $want ($ko)"
-	CUR_SIW=none
-	siw_links_del || { KIND_BROKEN[$want]="rdma link delete failed"; return 1; }
-	if [ -e /sys/module/siw ] && ! rmmod siw; then
-		KIND_BROKEN[$want]="rmmod siw failed"
-		return 1
-	fi
-	insmod "$ko" || { KIND_BROKEN[$want]="insmod $ko failed"; return 1; }
-	siw_links_add || { KIND_BROKEN[$want]="rdma link add failed"; return 1; }
-	unset "KIND_BROKEN[$want]"
-	CUR_SIW=$want
-	v=
-	[ -r /sys/module/siw/version ] && read -r v < /sys/module/siw/version
-	say "loaded $want: siw version '${v:-none}'"
-}
-setup_rxe() {
-	local f
-	modprobe rdma_rxe || return 1
-	ip -batch - <<-EOF || return 1
-	link add vr0 type veth peer name vr1
-	addr add $RXE_A0/24 dev vr0
-	addr add $RXE_A1/24 dev vr1
-	link set vr0 up
-	link set vr1 up
-	EOF
-	for f in all vr0 vr1; do
-		echo 0 > /proc/sys/net/ipv4/conf/$f/rp_filter
-		echo 1 > /proc/sys/net/ipv4/conf/$f/accept_local
-	done
-	ip -batch - <<-EOF || return 1
-	rule add pref 10 iif vr0 lookup local
-	rule add pref 11 iif vr1 lookup local
-	route add $RXE_A0 dev vr1 src $RXE_A1 table 101
-	route add $RXE_A1 dev vr0 src $RXE_A0 table 102
-	rule add pref 20 to $RXE_A0 lookup 101
-	rule add pref 21 to $RXE_A1 lookup 102
-	rule add pref 100 lookup local
-	rule del pref 0
-	EOF
-	rdma link add rxe0 type rxe netdev vr0 || return 1
-	rdma link add rxe1 type rxe netdev vr1 || return 1
-	{ ip rule; ip route get "$RXE_A0"; rdma link show; } >> "$INFO" 2>&1
-}
-
-# kind_env KIND: D0 D1 (devices), A0 A1 (addresses), PRE (the client's
-# command prefix: into $NS1 for siw and tcp)
-kind_env() {
-	case $1 in
-	siwx | upstream | tcp) D0=siw0 D1=siw1 A0=$SIW_A0 A1=$SIW_A1 PRE=(ip netns exec "$NS1") ;;
-	rxe) D0=rxe0 D1=rxe1 A0=$RXE_A0 A1=$RXE_A1 PRE=() ;;
-	esac
-}
-
 # ---------------------------------------------------------------- memory
-# mem_run REP KIND WHAT LOG POINTS...: record scale_tool's result lines of
-# LOG for the "test size n" POINTS; a point without one fails.
+# mem_record REP KIND LOG WHY POINTS...: record scale_tool's result lines
+# of LOG for the "test size n" POINTS; a point without one fails (with its
+# error line's reason, else WHY).
 mem_record() {
 	local rep=$1 kind=$2 log=$3 why=$4 kw t s n rest k p note=''
 	case $kind in
@@ -330,7 +192,7 @@ mem_point() {
 # TCP on the siw addresses), server in the initial netns, client as the
 # other tests' clients.
 conn_point() {
-	local rep=$1 kind=$2 f slog clog spid crc try note='' t=() kw rest k lim
+	local rep=$1 kind=$2 f slog clog crc try note='' t=() kw rest k lim
 	local -A r=()
 	kind_env "$kind"
 	[ "$kind" = tcp ] && t=(-t)
@@ -346,19 +208,16 @@ conn_point() {
 		PORT=$((PORT + 1))
 		printf -v f '%s/%04d-r%d-%s-conn_rate' "$LOGS" "$SEQ" "$rep" "$kind"
 		slog=$f.server.txt clog=$f.client.txt
-		"$TOOL" connserve "${t[@]}" -a "$A0" -p "$PORT" -n "$SCALE_CONNS" > "$slog" 2>&1 &
-		spid=$!
-		if ! wait_listen "$kind" "$PORT" "$spid"; then
+		if ! serve "$kind" "$PORT" "$slog" \
+			"$TOOL" connserve "${t[@]}" -a "$A0" -p "$PORT" -n "$SCALE_CONNS"; then
 			note="server did not listen (try $try)"
-			reap "$spid" 1
 			continue
 		fi
-		[ "$kind" = rxe ] && nap 0.5
 		say "$kind: $SCALE_CONNS connections ($A1 -> $A0:$PORT)"
 		timeout -k 5 "$lim" "${PRE[@]}" "$TOOL" connect "${t[@]}" -c "$A0" -p "$PORT" \
 			-n "$SCALE_CONNS" -b "$A1" > "$clog" 2>&1
 		crc=$?
-		reap "$spid" 40
+		reap "$SPID" 40
 		note=
 		r=()
 		while read -r kw _ _ _ rest; do
@@ -583,24 +442,5 @@ if ! setup_rxe >> "$LOGS/setup-rxe.txt" 2>&1; then
 fi
 say "setup done"
 
-read -r -a ORDER <<< "$SCALE_CONN_KINDS"
-for ((rep = 1; rep <= SCALE_REPS; rep++)); do
-	if ((rep % 2)); then
-		kinds=("${ORDER[@]}")
-	else
-		kinds=()
-		for ((i = ${#ORDER[@]} - 1; i >= 0; i--)); do kinds+=("${ORDER[i]}"); done
-	fi
-	say "repetition $rep/$SCALE_REPS: ${kinds[*]}"
-	for kind in "${kinds[@]}"; do
-		kind_block "$rep" "$kind"
-	done
-done
-
-# tools/vm/run's teardown removes siw0/siw1 and whichever siw is loaded.
-for d in rxe1 rxe0; do
-	[ -e "/sys/class/infiniband/$d" ] && rdma link delete "$d"
-done
-say "done: $SEQ runs, $FAILS failed"
-[ "$FAILS" = 0 ] || exit 3
-exit 0
+run_reps "$SCALE_REPS" "$SCALE_CONN_KINDS"
+guest_done
