@@ -33,6 +33,8 @@ PY=/usr/bin/python3
 # shellcheck source=tools/bench/bench.conf
 . "$TOP/tools/bench/bench.conf"
 bench_config "$BENCH" || exit 2
+# shellcheck source=tools/bench/host-lib.sh
+. "$TOP/tools/bench/host-lib.sh"
 
 die() { echo "bench: $*" >&2; exit 2; }
 for f in build/siwx/siw.ko build/upstream/siw.ko build/rdma-core/prefix/lib/libibverbs.so.1; do
@@ -99,24 +101,8 @@ rm -f "$OUT"/samples.csv "$OUT"/summary.csv "$OUT"/summary.txt "$OUT"/report.md 
 } > "$OUT/machine.txt"
 
 echo "bench: BENCH=$BENCH: $BENCH_REPS repetitions; one VM, results in $VMOUT"
-T0=$(date +%s)
-KARGS=()
-[ -z "${KVER:-}" ] || KARGS=(--kver "$KVER")
-QARGS=()
-[ "${BENCH_QUIET:-0}" = 1 ] && QARGS=(--quiet)
-bench_load_start "$OUT/hostload.txt"
-"$TOP/tools/vm/run" --netns "${QARGS[@]}" "${KARGS[@]}" "${PMARGS[@]}" --timeout "$TIMEOUT" --out "$VMOUT" \
+bench_vm bench bench --netns "${PMARGS[@]}" \
 	-- bash "$TOP/tools/bench/guest-bench.sh" "$BENCH" "$BENCH_REPS"
-RC=$?
-SECS=$(( $(date +%s) - T0 ))
-{ bench_load_stop "$OUT/hostload.txt"; echo "duration: ${SECS}s (boot to power-off, mode $BENCH)"; } >>"$OUT/machine.txt"
-
-if [ ! -s "$VMOUT/bench/samples.csv" ]; then
-	echo "bench: no samples (VM exit status $RC); console: $VMOUT/console.log" >&2
-	exit "$(( RC ? RC : 1 ))"
-fi
-cp "$VMOUT/bench/samples.csv" "$VMOUT/bench/guest.txt" "$OUT/"
-ln -sfn "$VMOUT/bench/logs" "$OUT/logs"
 
 "$PY" "$TOP/tools/bench/report.py" "$OUT" || { echo "bench: report generation failed" >&2; RC=${RC:-1}; [ "$RC" != 0 ] || RC=1; }
 [ -s "$OUT/summary.txt" ] && cat "$OUT/summary.txt"

@@ -24,55 +24,17 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 DIR=${1:-$TOP/build/bench}
 
-N=0 FAILED=0
-RESULTS=()
-ok() { N=$((N + 1)); RESULTS+=("ok $N - $1"); }
-nok() {
-	N=$((N + 1)); FAILED=$((FAILED + 1))
-	RESULTS+=("not ok $N - $1")
-	shift
-	local l x
-	for l in "$@"; do
-		while IFS= read -r x; do RESULTS+=("#   $x"); done <<< "$l"
-	done
-}
-skip() { N=$((N + 1)); RESULTS+=("ok $N - $1 # SKIP $2"); }
-check() { # check DESCRIPTION CONDITION-STATUS [DETAIL...]
-	local d=$1 s=$2
-	shift 2
-	if [ "$s" = 0 ]; then ok "$d"; else nok "$d" "$@"; fi
-}
-finish() {
-	echo "TAP version 13"
-	echo "1..$N"
-	printf '%s\n' "${RESULTS[@]}"
-	echo "# $((N - FAILED)) passed, $FAILED failed ($DIR)"
-	[ "$FAILED" = 0 ]
-	exit
-}
-
+# shellcheck source=tools/bench/check-lib.sh
+. "$HERE/check-lib.sh"
 # shellcheck source=tools/bench/bench.conf
 . "$HERE/bench.conf"
 
-for f in meta.txt samples.csv summary.csv report.md; do
-	if [ -s "$DIR/$f" ]; then ok "$f exists"; else nok "$f exists" "missing or empty: $DIR/$f"; fi
-done
-[ "$FAILED" = 0 ] || finish
-
-MODE=$(sed -n 's/^mode=//p' "$DIR/meta.txt")
+check_files meta.txt samples.csv summary.csv report.md
 # the repetitions the run made (BENCH_REPEAT may have set them)
-BENCH_REPEAT=$(sed -n 's/^reps=//p' "$DIR/meta.txt")
-if bench_config "$MODE" 2>/dev/null; then
-	ok "meta.txt names a known mode ($MODE)"
-else
-	nok "meta.txt names a known mode" "mode='$MODE'"
-	finish
-fi
+check_mode bench_config BENCH_REPEAT
 
 # ---- samples.csv well-formed
-HEADER="seq,rep,kind,test,size,metric,value,unit,wall_s,note"
-read -r h < "$DIR/samples.csv"
-check "samples.csv header" "$([ "$h" = "$HEADER" ]; echo $?)" "got: $h"
+check_header "seq,rep,kind,test,size,metric,value,unit,wall_s,note"
 
 bad=$(awk -F, -v reps="$BENCH_REPS" -v kinds="$BENCH_KINDS" \
 	-v tests="$BENCH_LAT_TESTS $BENCH_BW_TESTS $BENCH_TCP_TESTS $BENCH_IMM_LAT_TESTS $BENCH_IMM_BW_TESTS $BENCH_FLUSH_TESTS" '

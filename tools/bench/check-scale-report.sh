@@ -23,53 +23,17 @@ TOP=$(cd "$HERE/../.." && pwd)
 DIR=${1:-$TOP/build/bench-scale}
 ALLOW=${SCALE_CHECK_ALLOW_FAIL:-}
 
-N=0 FAILED=0
-RESULTS=()
-ok() { N=$((N + 1)); RESULTS+=("ok $N - $1"); }
-nok() {
-	N=$((N + 1)); FAILED=$((FAILED + 1))
-	RESULTS+=("not ok $N - $1")
-	shift
-	local l x
-	for l in "$@"; do
-		while IFS= read -r x; do RESULTS+=("#   $x"); done <<< "$l"
-	done
-}
-check() { # check DESCRIPTION CONDITION-STATUS [DETAIL...]
-	local d=$1 s=$2
-	shift 2
-	if [ "$s" = 0 ]; then ok "$d"; else nok "$d" "$@"; fi
-}
-finish() {
-	echo "TAP version 13"
-	echo "1..$N"
-	printf '%s\n' "${RESULTS[@]}"
-	echo "# $((N - FAILED)) passed, $FAILED failed ($DIR)"
-	[ "$FAILED" = 0 ]
-	exit
-}
-
+# shellcheck source=tools/bench/check-lib.sh
+. "$HERE/check-lib.sh"
 # shellcheck source=tools/bench/scale.conf
 . "$HERE/scale.conf"
 
-for f in meta.txt samples.csv summary.csv report.md summary.txt; do
-	if [ -s "$DIR/$f" ]; then ok "$f exists"; else nok "$f exists" "missing or empty: $DIR/$f"; fi
-done
-[ "$FAILED" = 0 ] || finish
-
-MODE=$(sed -n 's/^mode=//p' "$DIR/meta.txt")
-SCALE_REPEAT=$(sed -n 's/^reps=//p' "$DIR/meta.txt")
-if scale_config "$MODE" 2>/dev/null; then
-	ok "meta.txt names a known mode ($MODE)"
-else
-	nok "meta.txt names a known mode" "mode='$MODE'"
-	finish
-fi
+check_files meta.txt samples.csv summary.csv report.md summary.txt
+# the repetitions the run made (SCALE_REPEAT may have set them)
+check_mode scale_config SCALE_REPEAT
 
 # ---- samples.csv well-formed
-HEADER="seq,rep,kind,test,size,n,procs,metric,value,unit,wall_s,note"
-read -r h < "$DIR/samples.csv"
-check "samples.csv header" "$([ "$h" = "$HEADER" ]; echo $?)" "got: $h"
+check_header "seq,rep,kind,test,size,n,procs,metric,value,unit,wall_s,note"
 bad=$(awk -F, -v reps="$SCALE_REPS" -v kinds="$SCALE_CONN_KINDS" '
 	BEGIN {
 		split(kinds, a, " "); for (i in a) K[a[i]] = 1

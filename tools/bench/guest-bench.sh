@@ -3,7 +3,8 @@
 #
 # guest-bench.sh MODE: the guest side of tools/bench/bench.sh (run by
 # tools/vm/run --netns, build/siwx/siw.ko loaded).  MODE is quick or full
-# (tools/bench/bench.conf).
+# (tools/bench/bench.conf).  The helpers it shares with guest-scale.sh
+# (devices, servers, the module swap, rxe) are tools/bench/guest-lib.sh's.
 #
 # Devices, each on its own veth pair and subnet, so that rdma_cm cannot pick
 # the wrong one and traffic really crosses a veth pair:
@@ -43,32 +44,12 @@ BENCH_REPEAT=${2:-} bench_config "$MODE" || exit 2
 # shellcheck source=tools/bench/guest-lib.sh
 . "$TOP/tools/bench/guest-lib.sh"
 
-P=$TOP/build/rdma-core/prefix
-export LD_LIBRARY_PATH=$P/lib
-KO_siwx=$TOP/build/siwx/siw.ko
-KO_upstream=$TOP/build/upstream/siw.ko
+guest_init bench bench	# into $SIWX_RESULTS/bench, at nice 19
 PP=$TOP/build/bench/tcp_pingpong
 IMM=$TOP/build/bench/imm_bench
 FLUSH=$TOP/build/bench/flush_bench
-NS1=${SIWX_NETNS1:?run me with tools/vm/run --netns}
-OUT=$SIWX_RESULTS/bench
-LOGS=$OUT/logs
-CSV=$OUT/samples.csv
-INFO=$OUT/guest.txt
-mkdir -p "$LOGS"
-
-# Every benchmark process runs at nice 19 (this script renices itself, the
-# tools inherit it).  perftest and tcp_pingpong busy-poll; at the same
-# priority as the kernel threads that carry the traffic (ksoftirqd, siw's
-# and rxe's workers) a busy guest waits for the next scheduler tick (4 ms)
-# instead of the network.  The same for all kinds.
-renice -n 19 -p $$ > /dev/null
-
-TAG=bench SEQ=0 FAILS=0 T0=$EPOCHREALTIME
-CUR_SIW=siwx	# tools/vm/run loaded build/siwx/siw.ko
 declare -A ATOMIC_NA=()	# kind -> reason, when the device has no atomics
 declare -A ATOMIC_CHECKED=()	# kind -> 1, once atomic_check saw its device
-nap_open bench
 
 echo "seq,rep,kind,test,size,metric,value,unit,wall_s,note" > "$CSV"
 # sample REP KIND TEST SIZE METRIC VALUE UNIT [NOTE]
@@ -415,26 +396,10 @@ kind_block() {
 }
 
 # ---------------------------------------------------------------- main
-{
-	echo "mode: $MODE"
-	echo "kernel: $(uname -r)"
-	echo "cpus: $(nproc)"
-	echo "perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
-	echo "iperf3: $(iperf3 --version 2>&1 | head -n 1)"
-	echo "rdma-core: $P"
-	echo "siwx module: $KO_siwx version '$(modinfo -F version "$KO_siwx")'"
-	echo "upstream module: $KO_upstream"
-} > "$INFO"
+guest_info "$MODE" "perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)" \
+	"iperf3: $(iperf3 --version 2>&1 | head -n 1)"
 say "mode $MODE: $BENCH_REPS repetitions, sizes $BENCH_BW_SIZES"
-# perftest 4.5 with librdmacm 56.1 sometimes crashes (general protection
-# fault in rdma_resolve_addr2, seen 3 times in ~115 rxe runs, never on siw)
-# after an rxe connection request was rejected.  The kernel's
-# "traps: ... general protection fault" line for such a user-space crash
-# would make tools/vm/run call the whole run a kernel problem: turn those
-# lines off.  The crash is still seen here (exit status, retried, noted in
-# samples.csv) and real kernel oopses are still logged.
-echo 0 > /proc/sys/debug/exception-trace 2>/dev/null ||
-	say "cannot turn off debug.exception-trace"
+exception_trace_off
 
 [ -x "$PP" ] || { say "missing $PP (built by bench.sh)"; exit 2; }
 [ -x "$IMM" ] || { say "missing $IMM (built by bench.sh)"; exit 2; }

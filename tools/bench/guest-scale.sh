@@ -5,10 +5,11 @@
 # bench-scale; run by tools/vm/run --netns, build/siwx/siw.ko loaded).  MODE
 # is quick or full (tools/bench/scale.conf).
 #
-# The devices as tools/bench/guest-bench.sh has them: siw0 on veth0
-# 192.168.77.1 (initial netns, servers), siw1 on veth1 192.168.77.2 (netns
-# $SIWX_NETNS1, clients), the two siw modules swapped in place; rxe0/rxe1 on
-# vr0/vr1 (192.168.79.1/2, initial netns, policy routing across the veth).
+# The devices and helpers of tools/bench/guest-lib.sh, as guest-bench.sh
+# has them: siw0 on veth0 192.168.77.1 (initial netns, servers), siw1 on
+# veth1 192.168.77.2 (netns $SIWX_NETNS1, clients), the two siw modules
+# swapped in place; rxe0/rxe1 on vr0/vr1 (192.168.79.1/2, initial netns,
+# policy routing across the veth).
 #
 # Per repetition and kind (order reversed every other repetition):
 #   memory     scale_tool mem (QPs, MRs of 4 KiB and 1 MiB, on the server's
@@ -39,29 +40,12 @@ SCALE_REPEAT=${2:-} scale_config "$MODE" || exit 2
 # shellcheck source=tools/bench/guest-lib.sh
 . "$TOP/tools/bench/guest-lib.sh"
 
-P=$TOP/build/rdma-core/prefix
-export LD_LIBRARY_PATH=$P/lib
+guest_init bench-scale scale	# into $SIWX_RESULTS/scale, at nice 19
 # rdma-core's providers say why they refuse something (e.g. libsiw's
 # "prepare QP mapping failed") only at this log level
 export VERBS_LOG_LEVEL=1
-KO_siwx=$TOP/build/siwx/siw.ko
-KO_upstream=$TOP/build/upstream/siw.ko
 TOOL=${SCALE_TOOL:-$TOP/build/bench/scale_tool}
-NS1=${SIWX_NETNS1:?run me with tools/vm/run --netns}
-OUT=$SIWX_RESULTS/scale
-LOGS=$OUT/logs
-CSV=$OUT/samples.csv
-INFO=$OUT/guest.txt
-mkdir -p "$LOGS"
-
-# nice 19 for every benchmark process, as guest-bench.sh (perftest
-# busy-polls; the kernel threads that carry the traffic must not wait for
-# a scheduler tick)
-renice -n 19 -p $$ > /dev/null
-
-TAG=bench-scale SEQ=0 FAILS=0 PORT=20000 T0=$EPOCHREALTIME
-CUR_SIW=siwx	# tools/vm/run loaded build/siwx/siw.ko
-nap_open scale
+PORT=20000
 
 echo "seq,rep,kind,test,size,n,procs,metric,value,unit,wall_s,note" > "$CSV"
 # sample REP KIND TEST SIZE N PROCS METRIC VALUE UNIT [NOTE]
@@ -418,22 +402,10 @@ kind_block() {
 }
 
 # ---------------------------------------------------------------- main
-{
-	echo "mode: $MODE"
-	echo "kernel: $(uname -r)"
-	echo "cpus: $(nproc)"
-	echo "memory: $(awk '/MemTotal/ { printf "%.0f MiB", $2 / 1024 }' /proc/meminfo)"
-	echo "perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
-	echo "rdma-core: $P"
-	echo "siwx module: $KO_siwx version '$(modinfo -F version "$KO_siwx")'"
-	echo "upstream module: $KO_upstream"
-} > "$INFO"
+guest_info "$MODE" "memory: $(awk '/MemTotal/ { printf "%.0f MiB", $2 / 1024 }' /proc/meminfo)" \
+	"perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
 say "mode $MODE: $SCALE_REPS repetitions, QPs $SCALE_QPS, $SCALE_PROCS processes, ib_write_bw -D $SCALE_SECS"
-# perftest 4.5 with librdmacm 56.1 sometimes crashes after an rxe connection
-# request was rejected (guest-bench.sh): keep such user-space crashes from
-# being taken for kernel problems; they are still seen and retried here.
-echo 0 > /proc/sys/debug/exception-trace 2>/dev/null ||
-	say "cannot turn off debug.exception-trace"
+exception_trace_off
 [ -x "$TOOL" ] || { say "missing $TOOL (built by scale.sh)"; exit 2; }
 [ -r /proc/slabinfo ] || say "no /proc/slabinfo: the memory points will fail"
 if ! setup_rxe >> "$LOGS/setup-rxe.txt" 2>&1; then

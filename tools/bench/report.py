@@ -4,7 +4,8 @@
 DIR/summary.csv, DIR/report.md, DIR/summary.txt and plots (gnuplot, PNG).
 
 Python standard library only.  The matrix comes from DIR/meta.txt, which
-tools/bench/bench.sh writes from tools/bench/bench.conf.
+tools/bench/bench.sh writes from tools/bench/bench.conf; what the reports
+share is tools/bench/benchlib.py's.
 """
 
 import csv
@@ -14,7 +15,9 @@ import statistics
 import subprocess
 import sys
 
-KIND_LABEL = {"siwx": "siwx", "upstream": "upstream siw", "rxe": "rxe", "tcp": "raw TCP"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import KIND_LABEL, Point, fmt, human_size, load, read_meta, read_text  # noqa: E402
+
 TEST_LABEL = {
     "write_lat": "RDMA Write latency (ib_write_lat, one-way)",
     "read_lat": "RDMA Read latency (ib_read_lat, round trip)",
@@ -65,101 +68,6 @@ def main_metric(test):
     if test.endswith("_lat"):
         return "lat_typical_us"
     return "bw_avg_MiBps"
-
-
-def human_size(n):
-    n = int(n)
-    if n >= 1048576 and n % 1048576 == 0:
-        return "%d MiB" % (n // 1048576)
-    if n >= 1024 and n % 1024 == 0:
-        return "%d KiB" % (n // 1024)
-    return "%d B" % n
-
-
-def fmt(v):
-    if v is None:
-        return "-"
-    if v >= 100:
-        return "%.0f" % v
-    if v >= 10:
-        return "%.1f" % v
-    if v >= 1:
-        return "%.2f" % v
-    return "%.3g" % v
-
-
-def num(s):
-    try:
-        v = float(s)
-    except (TypeError, ValueError):
-        return None
-    return v if v == v else None
-
-
-class Point:
-    """All samples of one (kind, test, size, metric)."""
-
-    def __init__(self):
-        self.values = []
-        self.by_rep = {}
-        self.na = []
-        self.fails = []
-
-    @property
-    def status(self):
-        if self.values:
-            return "ok"
-        if self.na:
-            return "n/a"
-        return "fail" if self.fails else "missing"
-
-    def stats(self):
-        if not self.values:
-            return None
-        v = sorted(self.values)
-        med = statistics.median(v)
-        return {"n": len(v), "median": med, "min": v[0], "max": v[-1],
-                "spread_pct": (v[-1] - v[0]) / med * 100 if med else 0.0}
-
-    def cell(self):
-        s = self.stats()
-        if s:
-            if s["n"] == 1:
-                return fmt(s["median"])
-            return "%s (%s–%s)" % (fmt(s["median"]), fmt(s["min"]), fmt(s["max"]))
-        if self.na:
-            return "n/a"
-        return "FAILED" if self.fails else "missing"
-
-
-def read_meta(d):
-    meta = {}
-    with open(os.path.join(d, "meta.txt")) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                meta[k] = v
-    return meta
-
-
-def load(d):
-    pts = {}
-    with open(os.path.join(d, "samples.csv"), newline="") as f:
-        for row in csv.DictReader(f):
-            key = (row["kind"], row["test"], int(row["size"]), row["metric"])
-            p = pts.setdefault(key, Point())
-            v = num(row["value"])
-            if v is not None and v > 0:
-                p.values.append(v)
-                p.by_rep[row["rep"]] = v
-            elif row["value"] == "n/a":
-                p.na.append(row["note"])
-            elif v is not None:
-                # perftest prints 0 when it could not calibrate its clock
-                p.fails.append("invalid value %s" % row["value"])
-            else:
-                p.fails.append(row["note"])
-    return pts
 
 
 def expected(meta):
@@ -227,10 +135,28 @@ def ratio(a, b, higher_is_better):
     return "%.2f" % r, flag
 
 
+def compare_rows(out, P, kinds, points, row, na_note, flagged, higher_is_better, ref):
+    """A table row per (test, size) of POINTS: each kind's cell, the raw TCP
+    reference's (ref(test): its Point and what follows its cell) and siwx's
+    ratios against upstream siw (one worse beyond noise goes into FLAGGED),
+    rxe and the reference."""
+    for t, s in points:
+        ps = {k: P(k, t, s) for k in kinds}
+        cells = [(ps[k].cell() if ps[k] else "missing") + na_note(ps[k]) for k in kinds]
+        tcp, suffix = ref(t)
+        r_up, f_up = ratio(ps["siwx"], ps["upstream"], higher_is_better)
+        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], higher_is_better)
+        r_tcp, _ = ratio(ps["siwx"], tcp, higher_is_better)
+        if f_up == "-":
+            flagged.append((t, s, r_up))
+        out.append(row(t, s, cells, (tcp.cell() if tcp else "missing") + suffix,
+                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
     meta = read_meta(d)
-    pts = load(d)
+    pts = load(d, ("kind", "test", "size", "metric"))
     lat, bw = expected(meta)
     imm_lat, imm_bw = expected_imm(meta)
     flush_lat, flush_ratios = expected_flush(meta)
@@ -258,15 +184,8 @@ def main():
         w = csv.writer(f)
         w.writerow(["kind", "test", "size", "metric", "status", "n", "median", "min", "max",
                     "spread_pct", "note"])
-        for kind, t, s, m in rows:
-            p = pts.get((kind, t, s, m)) or Point()
-            st = p.stats()
-            note = p.na[0] if p.status == "n/a" else (p.fails[0] if p.fails else "")
-            if st:
-                w.writerow([kind, t, s, m, p.status, st["n"], "%g" % st["median"], "%g" % st["min"],
-                            "%g" % st["max"], "%.1f" % st["spread_pct"], note])
-            else:
-                w.writerow([kind, t, s, m, p.status, 0, "", "", "", "", note])
+        for key in rows:
+            w.writerow(list(key) + (pts.get(key) or Point()).summary(spread=True))
 
     # ---- report.md
     out = []
@@ -291,21 +210,8 @@ def main():
            "| siwx/raw TCP |\n|---|---|---|---|---|---|---|---|---|")
     out.append("### Latency, µs (median of the repetitions, min–max in brackets; lower is better)\n")
     out.append(hdr)
-    for t, s in lat:
-        ps = {k: P(k, t, s) for k in kinds}
-        tcp = tcp_rtt if t in ROUND_TRIP else tcp_oneway
-        cells = []
-        for k in kinds:
-            p = ps[k]
-            cells.append((p.cell() if p else "missing") + na_note(p))
-        r_up, f_up = ratio(ps["siwx"], ps["upstream"], False)
-        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], False)
-        r_tcp, _ = ratio(ps["siwx"], tcp, False)
-        if f_up == "-":
-            flagged.append((t, s, r_up))
-        out.append(row(t, s, cells,
-                       (tcp.cell() if tcp else "missing") + (" RTT" if t in ROUND_TRIP else " RTT/2"),
-                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+    compare_rows(out, P, kinds, lat, row, na_note, flagged, False,
+                 lambda t: (tcp_rtt, " RTT") if t in ROUND_TRIP else (tcp_oneway, " RTT/2"))
     out.append("")
     out.append("### Latency, best case, µs (minimum over all iterations of all repetitions)\n")
     out.append("Scheduling noise on a shared TCG host only ever adds time, so the minimum "
@@ -336,16 +242,7 @@ def main():
     out.append("")
     out.append("### Bandwidth, MiB/s (median, min–max; higher is better)\n")
     out.append(hdr)
-    for t, s in bw:
-        ps = {k: P(k, t, s) for k in kinds}
-        cells = [(ps[k].cell() if ps[k] else "missing") + na_note(ps[k]) for k in kinds]
-        r_up, f_up = ratio(ps["siwx"], ps["upstream"], True)
-        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], True)
-        r_tcp, _ = ratio(ps["siwx"], tcp_bw, True)
-        if f_up == "-":
-            flagged.append((t, s, r_up))
-        out.append(row(t, s, cells, tcp_bw.cell() if tcp_bw else "missing",
-                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+    compare_rows(out, P, kinds, bw, row, na_note, flagged, True, lambda t: (tcp_bw, ""))
     out.append("")
     out.append("### Message rate, thousands of messages/s (median)\n")
     out.append("| test | size | siwx | upstream siw | rxe |\n|---|---|---|---|---|")
@@ -400,11 +297,7 @@ def main():
     data_path_targets(out, P, kinds, lat, bw, tcp_bw, tcp_rtt, tcp_oneway, flagged, meta)
     tables = "\n".join(out)
 
-    machine = ""
-    mpath = os.path.join(d, "machine.txt")
-    if os.path.exists(mpath):
-        with open(mpath) as f:
-            machine = f.read()
+    machine = read_text(d, "machine.txt")
     plots, plot_note = make_plots(d, pts, meta, lat, bw, kinds, flush_lat)
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("# siwx benchmark report (BENCH=%s, %s repetitions)\n\n" % (meta["mode"], meta["reps"]))
@@ -515,29 +408,12 @@ def imm_tables(out, P, kinds, imm_lat, imm_bw, hdr, row, na_note, flagged, tcp_o
                "receiver has seen the last message.\n" % meta.get("imm_rounds", "?"))
     out.append("#### Latency, µs (median, min–max; lower is better)\n")
     out.append(hdr)
-    for t, s in imm_lat:
-        ps = {k: P(k, t, s) for k in kinds}
-        cells = [(ps[k].cell() if ps[k] else "missing") + na_note(ps[k]) for k in kinds]
-        r_up, f_up = ratio(ps["siwx"], ps["upstream"], False)
-        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], False)
-        r_tcp, _ = ratio(ps["siwx"], tcp_oneway, False)
-        if f_up == "-":
-            flagged.append((t, s, r_up))
-        out.append(row(t, s, cells, (tcp_oneway.cell() if tcp_oneway else "missing") + " RTT/2",
-                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+    compare_rows(out, P, kinds, imm_lat, row, na_note, flagged, False,
+                 lambda t: (tcp_oneway, " RTT/2"))
     out.append("")
     out.append("#### Bandwidth, MiB/s (median, min–max; higher is better)\n")
     out.append(hdr)
-    for t, s in imm_bw:
-        ps = {k: P(k, t, s) for k in kinds}
-        cells = [(ps[k].cell() if ps[k] else "missing") + na_note(ps[k]) for k in kinds]
-        r_up, f_up = ratio(ps["siwx"], ps["upstream"], True)
-        r_rxe, _ = ratio(ps["siwx"], ps["rxe"], True)
-        r_tcp, _ = ratio(ps["siwx"], tcp_bw, True)
-        if f_up == "-":
-            flagged.append((t, s, r_up))
-        out.append(row(t, s, cells, tcp_bw.cell() if tcp_bw else "missing",
-                       r_up + (" (%s)" % f_up if f_up else ""), r_rxe, r_tcp))
+    compare_rows(out, P, kinds, imm_bw, row, na_note, flagged, True, lambda t: (tcp_bw, ""))
     out.append("")
     out.append("#### Write with immediate against the alternatives, per kind\n")
     out.append("Ratios per repetition (both values from the same connection), median and "
@@ -646,6 +522,12 @@ def flush_tables(out, P, kinds, flush_lat, flush_ratios, row, na_note, flagged, 
         target, "; ".join(verdicts) if verdicts else "no native pipeline measured"))
 
 
+def dat_cols(x, scale=1):
+    """A plot data file's median, min and max columns of stats() X, each
+    times SCALE ("NaN" without X)."""
+    return ["%g" % (x[k] * scale) for k in ("median", "min", "max")] if x else ["NaN"] * 3
+
+
 def make_plots(d, pts, meta, lat, bw, kinds, flush_lat):
     """Data files + a gnuplot script; returns ([(png, description)], why-not)."""
     gp = shutil.which("gnuplot")
@@ -667,9 +549,7 @@ def make_plots(d, pts, meta, lat, bw, kinds, flush_lat):
                 for s in sizes:
                     vals = []
                     for k in kinds:
-                        x = st(k, t, s, metric)
-                        vals += (["%g" % (x["median"] * scale), "%g" % (x["min"] * scale),
-                                  "%g" % (x["max"] * scale)] if x else ["NaN"] * 3)
+                        vals += dat_cols(st(k, t, s, metric), scale)
                     f.write("%d %s\n" % (s, " ".join(vals)))
     tcpbw = st("tcp", "tcp_bw", int(meta["tcp_bw_size"]))
     # lat.dat: one row per test; per kind median min max
@@ -679,10 +559,9 @@ def make_plots(d, pts, meta, lat, bw, kinds, flush_lat):
         for t, s in lat:
             vals = []
             for k in kinds:
-                x = st(k, t, s)
-                vals += ["%g" % x["median"], "%g" % x["min"], "%g" % x["max"]] if x else ["NaN"] * 3
-            x = st("tcp", "tcp_rtt", lat_size, "rtt_median_us" if t in ROUND_TRIP else "oneway_median_us")
-            vals += ["%g" % x["median"], "%g" % x["min"], "%g" % x["max"]] if x else ["NaN"] * 3
+                vals += dat_cols(st(k, t, s))
+            vals += dat_cols(st("tcp", "tcp_rtt", lat_size,
+                                "rtt_median_us" if t in ROUND_TRIP else "oneway_median_us"))
             f.write("%s %s\n" % (t.replace("_lat", "").replace("atomic_", ""), " ".join(vals)))
     # ratio.dat: siwx vs upstream as a speed ratio (>1: siwx faster)
     with open(os.path.join(d, "ratio.dat"), "w") as f:
@@ -763,9 +642,7 @@ def make_plots(d, pts, meta, lat, bw, kinds, flush_lat):
                 for sz in sizes:
                     vals = []
                     for t in imm_tests:
-                        x = st(k, t, sz)
-                        vals += (["%g" % x["median"], "%g" % x["min"], "%g" % x["max"]] if x
-                                 else ["NaN"] * 3)
+                        vals += dat_cols(st(k, t, sz))
                     f.write("%d %s\n" % (sz, " ".join(vals)))
         icolors = ["#d62728", "#1f77b4", "#2ca02c"]
         g += ["set terminal pngcairo noenhanced size 1500,520 font 'sans,10'",
@@ -794,8 +671,7 @@ def make_plots(d, pts, meta, lat, bw, kinds, flush_lat):
             for t, s in flush_lat:
                 vals = []
                 for k in kinds:
-                    x = st(k, t, s)
-                    vals += ["%g" % x["median"], "%g" % x["min"], "%g" % x["max"]] if x else ["NaN"] * 3
+                    vals += dat_cols(st(k, t, s))
                 f.write("%s %s\n" % (t.replace("_lat", ""), " ".join(vals)))
         g += ["unset logscale x", "set xtics autofreq", "set xrange [*:*]", "set xlabel ''",
               "set xtics rotate by -30", "set logscale y", "set yrange [*:*]",

@@ -5,16 +5,18 @@ into DIR/summary.csv, DIR/report.md and DIR/summary.txt (make bench-scale).
 
 Python standard library only.  The matrix comes from DIR/meta.txt, which
 tools/bench/scale.sh writes from tools/bench/scale.conf; the caches that grew
-most come from the scale_tool logs in DIR/logs/ (when present).
+most come from the scale_tool logs in DIR/logs/ (when present). What the
+reports share is tools/bench/benchlib.py's.
 """
 
 import csv
 import glob
 import os
-import statistics
 import sys
 
-KIND_LABEL = {"siwx": "siwx", "upstream": "upstream siw", "rxe": "rxe", "tcp": "raw TCP"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import KIND_LABEL, Point, fmt, human_size, load, read_meta, read_text  # noqa: E402
+
 OBJ_LABEL = {("mem_qp", 0): "QP (with its CQ)", ("mem_mr", 4096): "MR of 4 KiB",
              ("mem_mr", 1048576): "MR of 1 MiB", ("mem_conn", 0): "connection (both ends)"}
 # memory metrics whose values may be zero or negative (deltas)
@@ -26,108 +28,8 @@ SIGNED = {"per_kernel_B", "per_kernel_min_B", "per_kernel_max_B", "per_sunreclai
           "bw_avg_MiBps", "msg_rate_Mpps"}
 
 
-def num(s):
-    try:
-        v = float(s)
-    except (TypeError, ValueError):
-        return None
-    return v if v == v else None
-
-
-def fmt(v):
-    if v is None:
-        return "-"
-    a = abs(v)
-    if a >= 100:
-        return "%.0f" % v
-    if a >= 10:
-        return "%.1f" % v
-    if a >= 1:
-        return "%.2f" % v
-    return "%.3g" % v
-
-
 def kib(v):
     return "-" if v is None else "%.1f" % (v / 1024.0)
-
-
-def human_size(n):
-    n = int(n)
-    if n >= 1048576 and n % 1048576 == 0:
-        return "%d MiB" % (n // 1048576)
-    if n >= 1024 and n % 1024 == 0:
-        return "%d KiB" % (n // 1024)
-    return "%d B" % n
-
-
-class Point:
-    """All samples of one (kind, test, size, n, procs, metric)."""
-
-    def __init__(self):
-        self.values = []
-        self.na = []
-        self.fails = []
-        self.notes = []
-
-    @property
-    def status(self):
-        if self.values:
-            return "ok"
-        if self.na:
-            return "n/a"
-        return "fail" if self.fails else "missing"
-
-    def stats(self):
-        if not self.values:
-            return None
-        v = sorted(self.values)
-        return {"n": len(v), "median": statistics.median(v), "min": v[0], "max": v[-1]}
-
-    def med(self):
-        s = self.stats()
-        return s["median"] if s else None
-
-    def cell(self, f=fmt, scale=1.0):
-        s = self.stats()
-        if s:
-            if s["n"] == 1:
-                return f(s["median"] * scale)
-            return "%s (%s–%s)" % (f(s["median"] * scale), f(s["min"] * scale),
-                                   f(s["max"] * scale))
-        if self.na:
-            return "n/a"
-        return "FAILED" if self.fails else "missing"
-
-
-def read_meta(d):
-    meta = {}
-    with open(os.path.join(d, "meta.txt")) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                meta[k] = v
-    return meta
-
-
-def load(d):
-    pts = {}
-    with open(os.path.join(d, "samples.csv"), newline="") as f:
-        for row in csv.DictReader(f):
-            key = (row["kind"], row["test"], int(row["size"]), int(row["n"]), int(row["procs"]),
-                   row["metric"])
-            p = pts.setdefault(key, Point())
-            v = num(row["value"])
-            if row["note"]:
-                p.notes.append(row["note"])
-            if v is not None and (v > 0 or row["metric"] in SIGNED):
-                p.values.append(v)
-            elif row["value"] == "n/a":
-                p.na.append(row["note"])
-            elif v is not None:
-                p.fails.append("invalid value %s" % row["value"])
-            else:
-                p.fails.append(row["note"] or "no reason given")
-    return pts
 
 
 def top_caches(d):
@@ -166,7 +68,7 @@ def top_caches(d):
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench-scale"
     meta = read_meta(d)
-    pts = load(d)
+    pts = load(d, ("kind", "test", "size", "n", "procs", "metric"), SIGNED, "no reason given")
     kinds = meta["kinds"].split()
     conn_kinds = meta["conn_kinds"].split()
     qps = [int(x) for x in meta["qps"].split()]
@@ -213,14 +115,7 @@ def main():
         w.writerow(["kind", "test", "size", "n", "procs", "metric", "status", "count", "median",
                     "min", "max", "note"])
         for key in rows:
-            p = pts.get(key) or Point()
-            st = p.stats()
-            note = p.na[0] if p.status == "n/a" else (p.fails[0] if p.fails else "")
-            if st:
-                w.writerow(list(key) + [p.status, st["n"], "%g" % st["median"], "%g" % st["min"],
-                                        "%g" % st["max"], note])
-            else:
-                w.writerow(list(key) + [p.status, 0, "", "", "", note])
+            w.writerow(list(key) + (pts.get(key) or Point()).summary())
 
     out = []
     footnotes = []
@@ -444,11 +339,7 @@ def main():
                    % (m, t, others))
     tables = "\n".join(out)
 
-    machine = ""
-    mpath = os.path.join(d, "machine.txt")
-    if os.path.exists(mpath):
-        with open(mpath) as f:
-            machine = f.read()
+    machine = read_text(d, "machine.txt")
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("# siwx scale benchmark (make bench-scale, BENCH=%s, %s repetition%s)\n\n"
                 % (meta["mode"], meta["reps"], "" if meta["reps"] == "1" else "s"))

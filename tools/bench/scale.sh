@@ -33,9 +33,8 @@ PY=/usr/bin/python3
 # shellcheck source=tools/bench/scale.conf
 . "$TOP/tools/bench/scale.conf"
 scale_config "$BENCH" || exit 2
-# bench_machine, bench_load_start/stop
-# shellcheck source=tools/bench/bench.conf
-. "$TOP/tools/bench/bench.conf"
+# shellcheck source=tools/bench/host-lib.sh
+. "$TOP/tools/bench/host-lib.sh"
 
 die() { echo "bench-scale: $*" >&2; exit 2; }
 for f in build/siwx/siw.ko build/upstream/siw.ko build/rdma-core/prefix/lib/libibverbs.so.1; do
@@ -71,24 +70,8 @@ scale_meta > "$OUT/meta.txt"
 } > "$OUT/machine.txt"
 
 echo "bench-scale: BENCH=$BENCH: $SCALE_REPS repetition(s); one VM, results in $VMOUT"
-T0=$(date +%s)
-KARGS=()
-[ -z "${KVER:-}" ] || KARGS=(--kver "$KVER")
-QARGS=()
-[ "${BENCH_QUIET:-0}" = 1 ] && QARGS=(--quiet)
-bench_load_start "$OUT/hostload.txt"
-"$TOP/tools/vm/run" --netns "${QARGS[@]}" "${KARGS[@]}" --timeout "$TIMEOUT" --out "$VMOUT" \
+bench_vm bench-scale scale --netns \
 	-- bash "$TOP/tools/bench/guest-scale.sh" "$BENCH" "$SCALE_REPS"
-RC=$?
-SECS=$(( $(date +%s) - T0 ))
-{ bench_load_stop "$OUT/hostload.txt"; echo "duration: ${SECS}s (boot to power-off, mode $BENCH)"; } >>"$OUT/machine.txt"
-
-if [ ! -s "$VMOUT/scale/samples.csv" ]; then
-	echo "bench-scale: no samples (VM exit status $RC); console: $VMOUT/console.log" >&2
-	exit "$(( RC ? RC : 1 ))"
-fi
-cp "$VMOUT/scale/samples.csv" "$VMOUT/scale/guest.txt" "$OUT/"
-ln -sfn "$VMOUT/scale/logs" "$OUT/logs"
 
 "$PY" "$TOP/tools/bench/scale-report.py" "$OUT" || { echo "bench-scale: report generation failed" >&2; [ "$RC" != 0 ] || RC=1; }
 [ -s "$OUT/summary.txt" ] && cat "$OUT/summary.txt"

@@ -31,6 +31,8 @@ PY=/usr/bin/python3
 # shellcheck source=tools/bench/bench.conf
 . "$TOP/tools/bench/bench.conf"
 bench_config "$BENCH" || exit 2
+# shellcheck source=tools/bench/host-lib.sh
+. "$TOP/tools/bench/host-lib.sh"
 [ -z "${BENCH_REPEAT:-}" ] || BENCH_ULP_REPS=$BENCH_REPEAT
 
 die() { echo "ulp-bench: $*" >&2; exit 2; }
@@ -67,24 +69,8 @@ TIMEOUT=$(( 600 + n_points * (BENCH_ULP_RUNTIME + BENCH_ULP_RAMP + 20) ))
 VMOUT=$TOP/build/vm/results/bench-ulp-$BENCH
 rm -rf "$VMOUT"
 echo "ulp-bench: BENCH=$BENCH: $BENCH_ULP_REPS repetitions, $n_points points; one VM (limit ${TIMEOUT}s), results in $VMOUT"
-T0=$(date +%s)
-KARGS=()
-[ -z "${KVER:-}" ] || KARGS=(--kver "$KVER")
-QARGS=()
-[ "${BENCH_QUIET:-0}" = 1 ] && QARGS=(--quiet)
-bench_load_start "$OUT/hostload.txt"
-"$TOP/tools/vm/run" "${QARGS[@]}" "${KARGS[@]}" --timeout "$TIMEOUT" --out "$VMOUT" \
+bench_vm ulp-bench ulp-bench \
 	-- bash "$TOP/tools/bench/guest-ulp-bench.sh" "$BENCH" "$BENCH_ULP_REPS"
-RC=$?
-SECS=$(( $(date +%s) - T0 ))
-{ bench_load_stop "$OUT/hostload.txt"; echo "duration: ${SECS}s (boot to power-off, mode $BENCH)"; } >>"$OUT/machine.txt"
-
-if [ ! -s "$VMOUT/ulp-bench/samples.csv" ]; then
-	echo "ulp-bench: no samples (VM exit status $RC); console: $VMOUT/console.log" >&2
-	exit "$(( RC ? RC : 1 ))"
-fi
-cp "$VMOUT/ulp-bench/samples.csv" "$VMOUT/ulp-bench/guest.txt" "$OUT/"
-ln -sfn "$VMOUT/ulp-bench/logs" "$OUT/logs"
 "$PY" "$TOP/tools/bench/ulp-report.py" "$OUT" || { [ "$RC" != 0 ] || RC=1; }
 [ -s "$OUT/ulp-report.md" ] && cat "$OUT/ulp-report.md"
 echo "ulp-bench: BENCH=$BENCH took ${SECS}s; report $OUT/ulp-report.md, plot $OUT/ulp-ratio.png"

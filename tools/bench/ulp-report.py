@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import report  # noqa: E402  (tools/bench/report.py: meta.txt, the number format)
+import benchlib  # noqa: E402  (tools/bench/benchlib.py: meta.txt, the number format)
 
 
 def job_name(spec):
@@ -38,8 +38,8 @@ def headline(spec):
 
 
 def fmt(v):
-    """make bench's number format (tools/bench/report.py), n/a for none."""
-    return "n/a" if v is None else report.fmt(v)
+    """make bench's number format (tools/bench/benchlib.py), n/a for none."""
+    return "n/a" if v is None else benchlib.fmt(v)
 
 
 def cell(vals):
@@ -54,7 +54,7 @@ def cell(vals):
 def main():
     d = sys.argv[1]
     try:
-        meta = report.read_meta(d)
+        meta = benchlib.read_meta(d)
         with open(os.path.join(d, "samples.csv")) as f:
             rows = list(csv.DictReader(f))
     except OSError as e:
