@@ -208,6 +208,45 @@ def syn_mss(path):
     return out
 
 
+def window_cuts(path):
+    """{(src, sport, dst, dport): set of sequence numbers} of the data
+    segments of each direction that ended exactly at the right edge of
+    the receive window the other direction last advertised (its ACK plus
+    its window, scaled when both SYNs carried the option): where TCP cut
+    a packet because the window, not the sender, set its end."""
+    wscale, edge, cuts = {}, {}, {}
+    for _, src, dst, tcp in _tcp(path):
+        if len(tcp) < 20:
+            continue
+        sport, dport, seq, ack = struct.unpack(">HHII", tcp[:12])
+        flags, win = tcp[13], struct.unpack(">H", tcp[14:16])[0]
+        key, doff = (src, sport, dst, dport), (tcp[12] >> 4) * 4
+        back = (dst, dport, src, sport)
+        if flags & 0x02:
+            opts, i, ws = tcp[20:doff], 0, None
+            while i < len(opts) and opts[i] != 0:
+                if opts[i] == 1:
+                    i += 1
+                    continue
+                if i + 1 >= len(opts) or opts[i + 1] < 2:
+                    break
+                if opts[i] == 3 and opts[i + 1] == 3:
+                    ws = opts[i + 2]
+                i += opts[i + 1]
+            wscale[key] = ws
+            continue
+        n = len(tcp) - doff
+        if n and back in edge and \
+                (seq + n) & 0xFFFFFFFF == edge[back]:
+            cuts.setdefault(key, set()).add(seq)
+        if flags & 0x10:
+            ws_me, ws_peer = wscale.get(key), wscale.get(back)
+            shift = ws_me if ws_me is not None and ws_peer is not None \
+                else 0
+            edge[key] = (ack + (win << shift)) & 0xFFFFFFFF
+    return cuts
+
+
 def endpoint(addr, port):
     """'ADDR:PORT' of raw address bytes."""
     fam = socket.AF_INET if len(addr) == 4 else socket.AF_INET6

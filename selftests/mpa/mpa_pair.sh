@@ -76,6 +76,9 @@ PORT0=${SIWX_MPA_PAIR_PORT:-47500}
 PARAMS=/sys/module/siw/parameters
 PY=$(command -v /usr/bin/python3 || command -v python3)
 HOLD=1500
+# the waits for the peer VM, times SIWX_SUITE_TIMEOUT_SCALE (6 on the debug
+# kernel, where a case's client ran over the server's 30 s)
+SCALE=${SIWX_SUITE_TIMEOUT_SCALE:-1}
 ALL_CASES=(R1 R2 R3 I1 I2 I3 I4 I5 I6)
 PARAM_NAMES=(mpa_rev mpa_p2p mpa_rtr_offer mpa_rtr_accept mpa_ird_ord
 	     mpa_rev1_retry mpa_crc mpa_crc_strict)
@@ -402,8 +405,8 @@ for c in "${CASES[@]}"; do
 		hold=(--hold-peer --hold-ms 30000)
 	fi
 	if [ "$ROLE" = a ]; then
-		to=30000
-		[ "$first" = 1 ] && to=120000	# the peer VM may boot later
+		to=$((30000 * SCALE))
+		[ "$first" = 1 ] && to=$((120000 * SCALE))	# the peer VM may boot later
 		# shellcheck disable=SC2086  # option lists
 		timeout -k 5 $((to / 1000 + 60)) "$MPA_CONN" server --addr "$LOCAL" --port "$port" \
 			--count 1 "${hold[@]}" --timeout-ms "$to" $SARGS > "$f" 2>&1 &
@@ -415,16 +418,16 @@ for c in "${CASES[@]}"; do
 		exp=$SRV_EXP not=$SRV_NOT want=$SRV_RC
 		args="server --port $port $SARGS"
 	else
-		window=60
-		[ "$first" = 1 ] && window=150
+		window=$((60 * SCALE))
+		[ "$first" = 1 ] && window=$((150 * SCALE))
 		deadline=$((SECONDS + window))
 		tries=0 refusals=
 		while :; do
 			tries=$((tries + 1))
 			rm -f "$f.qpn" "$f.res.json" "$f.res.txt" "$f.res.json.nl" "$f.snapped"
 			# shellcheck disable=SC2086  # option lists
-			timeout -k 5 90 "$MPA_CONN" client --addr "$PEER" --port "$port" \
-				"${hold[@]}" --timeout-ms 20000 $CARGS > "$f" 2>&1 &
+			timeout -k 5 $((90 * SCALE)) "$MPA_CONN" client --addr "$PEER" --port "$port" \
+				"${hold[@]}" --timeout-ms $((20000 * SCALE)) $CARGS > "$f" 2>&1 &
 			pid=$!
 			[ "$mine" = 0 ] || [ -z "$RES" ] || snap_res "$pid" "$f"
 			wait "$pid"

@@ -58,34 +58,43 @@ CASES=(
 # from 0; the queue that got page 144, offset 0x90000, had the key libsiw
 # takes for "no queue" (SIW_INVAL_UOBJ_KEY) and could not be created
 # (libsiw: "prepare QP mapping failed"; perftest then crashed). Fixed by
-# kernel patch 0063.
+# kernel patch 0043.
 # A name starting with "wire:" runs under a capture on the link (lib/capture.sh)
 # and passes only if segments.py finds its FPDUs handed to TCP whole: at most
 # one in a hundred segments may carry an FPDU's trailer (pad and CRC field)
 # alone, which siw's zero-copy transmit sent after every FPDU's payload (Read
-# Responses; RDMA Writes too, where zero-copy) before patch 0059, and at most
+# Responses; RDMA Writes too, where zero-copy) before patch 0061, and at most
 # five in a hundred may start inside an FPDU otherwise (TCP splits one when
 # it runs out of send space; FPDUs merged across segment boundaries would
 # make it every one: RFC 5044's alignment).
-# And since patch 0061 siw gives TCP up to 64 KiB of a message's FPDUs in
+# And since patch 0062 siw gives TCP up to 64 KiB of a message's FPDUs in
 # one call, so that TCP builds GSO packets of them (on the veth nothing cuts
-# those): at least SEG_PACK_MIN FPDUs per captured packet on average (about
-# 11-14 measured; one per packet before 0061, one FPDU a call).
+# those): on average at least SEG_PACK_MIN_X10 / 10 FPDUs per captured
+# packet; exactly one per packet before 0062 (one FPDU a call). How many
+# TCP puts into a packet is its choice, made by the ACKs, the send space
+# and the peer's window: 11-14 measured on Debian's kernel, 1.9 (Reads) and
+# 3.2 (Writes) on the debug kernel (KASAN, lockdep, about ten times
+# slower), whose slow receiver keeps its window the limit; hence 1.5.
+# There TCP also cuts packets at the window's edge, inside an FPDU with
+# TCP_NODELAY, and the segments after such a cut start inside FPDUs up to
+# the packet's end: segments.py counts those apart ("window", 73 of 744
+# segments of a Read stream on the debug kernel), and they do not count
+# against the five in a hundred (what siw could have prevented).
 # write_bw_packed posts its 64-byte Writes 16 at a time (-l 16: one
-# ibv_post_send(), one doorbell): since patch 0062 siw sends the small
+# ibv_post_send(), one doorbell): since patch 0063 siw sends the small
 # FPDU of each message with MSG_MORE when the next one is already queued,
 # so TCP packs them into one segment, every segment still starting with an
-# FPDU (about 10 per packet measured; one per packet before 0062).
+# FPDU (about 10 per packet measured; one per packet before 0063).
 # A name starting with "odd:" runs with an MTU of 1499 on both veth ends
 # (restored afterwards): an MSS of 1447, not a multiple of 8, so siw's
-# FPDUs (1440 bytes) do not fill a segment; patches 0059, 0061 and 0062
+# FPDUs (1440 bytes) do not fill a segment; patches 0061, 0062 and 0063
 # must then fall back to one FPDU per segment: no packet longer than the
 # MSS (a batch of such FPDUs would also cut them across segments: the
 # alignment check above).
 ODD_MTU=1499
 SEG_TRAILER_PERMILLE=10
 SEG_OTHER_PERMILLE=50
-SEG_PACK_MIN=4
+SEG_PACK_MIN_X10=15
 
 # wait_listen PORT PID: until a TCP listener on A0:PORT (or the wildcard)
 # exists, at most 20 s, or PID is gone. siw's listeners are TCP sockets;
@@ -240,8 +249,8 @@ for c in "${CASES[@]}"; do
 					echo "# $name: MSS $((ODD_MTU - 52)): ${gso:-?} of $segs packets longer than the MSS: FPDUs that do not fill a segment were batched"
 					capok=0
 				fi
-			elif [ "$fpdus" -lt $((segs * SEG_PACK_MIN)) ]; then
-				echo "# $name: $fpdus FPDUs in $segs packets: fewer than $SEG_PACK_MIN a packet (one sendmsg() per FPDU?)"
+			elif [ $((fpdus * 10)) -lt $((segs * SEG_PACK_MIN_X10)) ]; then
+				echo "# $name: $fpdus FPDUs in $segs packets: fewer than $((SEG_PACK_MIN_X10 / 10)).$((SEG_PACK_MIN_X10 % 10)) a packet (one sendmsg() per FPDU?)"
 				capok=0
 			fi
 		fi

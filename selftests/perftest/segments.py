@@ -15,14 +15,22 @@ direction's byte stream:
   trailer   not aligned, and it holds nothing but the end of one FPDU,
             at most the pad and the CRC field (8 bytes): a packet sent
             for the trailer alone, which siw's zero-copy transmit did
-            after the payload of every FPDU before patch 0059;
+            after the payload of every FPDU before patch 0061;
+  window    not aligned, and it continues a packet TCP cut at the right
+            edge of the peer's receive window: with TCP_NODELAY, TCP
+            sends what the window takes of a packet of several FPDUs,
+            inside an FPDU if the window ends there, and the segments cut
+            from the rest start inside FPDUs up to the packet's end (a
+            receiver too slow to keep its window open; the cut is seen
+            by the segment ending at the edge the last ACK advertised);
   other     not aligned otherwise (TCP split an FPDU: it ran out of send
             space in the middle of one, or retransmitted part of it).
 Prints one "segments" line per direction with FPDUs and a total:
 
     segments dir=DIR fpdus=N segs=N aligned=N trailer=N other=N
-             gso=N max=N
-    total fpdus=N segs=N aligned=N trailer=N other=N gso=N max=N
+             window=N gso=N max=N
+    total fpdus=N segs=N aligned=N trailer=N other=N window=N gso=N
+          max=N
 
 gso: packets longer than the MSS the peer's SYN announced (1460 when not
 seen); max: the longest. Exit status 0 when the capture has at least
@@ -40,9 +48,10 @@ TRAILER_MAX = 3 + C.W.MPA_CRC_SIZE  # pad (0-3) and the CRC field
 DEFAULT_MSS = 1460
 
 
-def classify(flow, key, mss):
+def classify(flow, key, mss, cuts):
     """(fpdus, counts dict) of one direction, None when it has no MPA
-    frame or FPDUs; mss: what the peer announced."""
+    frame or FPDUs; mss: what the peer announced; cuts: the sequence
+    numbers of its segments that ended at the peer's window edge."""
     data, _ = flow.stream()
     mpa, pos = C.parse_frame(data, key)
     if mpa is None:
@@ -55,8 +64,9 @@ def classify(flow, key, mss):
         ends.add(f.off + f.wlen)
     if not starts:
         return None
-    c = {"segs": 0, "aligned": 0, "trailer": 0, "other": 0, "gso": 0,
-         "max": 0}
+    c = {"segs": 0, "aligned": 0, "trailer": 0, "other": 0, "window": 0,
+         "gso": 0, "max": 0}
+    run_end = None      # where the last cut, or what followed it, ended
     last = max(ends)
     for seq, payload in flow.segs:
         rel = flow.offset(seq)
@@ -69,12 +79,19 @@ def classify(flow, key, mss):
         c["max"] = max(c["max"], len(payload))
         if len(payload) > mss:
             c["gso"] += 1
+        cont = rel == run_end
+        run_end = None
         if rel in starts:
             c["aligned"] += 1
         elif end in ends and len(payload) <= TRAILER_MAX:
             c["trailer"] += 1
+        elif cont:
+            c["window"] += 1
+            run_end = end
         else:
             c["other"] += 1
+        if seq in cuts:
+            run_end = end
     return len(starts), c
 
 
@@ -85,30 +102,31 @@ def main(argv):
     path, port = argv[1], int(argv[2])
     fl = C.flows(path, whole=True)
     mss = C.syn_mss(path)
+    cuts = C.window_cuts(path)
     tot = {"fpdus": 0, "segs": 0, "aligned": 0, "trailer": 0, "other": 0,
-           "gso": 0, "max": 0}
+           "window": 0, "gso": 0, "max": 0}
     for key, ini, rsp in C.mpa_connections(C.connections(fl, port)):
         src, sport, dst, dport = key
         for name, flow, k, dkey in (
                 (C.endpoint(src, sport), ini, C.KEY_REQ, key),
                 (C.endpoint(dst, dport), rsp, C.KEY_REP,
                  (dst, dport, src, sport))):
-            r = classify(flow, k, mss.get(dkey, DEFAULT_MSS))
+            r = classify(flow, k, mss.get(dkey, DEFAULT_MSS),
+                         cuts.get(dkey, set()))
             if r is None:
                 continue
             n, c = r
             print("segments dir=%s fpdus=%d segs=%d aligned=%d trailer=%d "
-                  "other=%d gso=%d max=%d" % (name, n, c["segs"],
-                                              c["aligned"], c["trailer"],
-                                              c["other"], c["gso"],
-                                              c["max"]))
+                  "other=%d window=%d gso=%d max=%d"
+                  % (name, n, c["segs"], c["aligned"], c["trailer"],
+                     c["other"], c["window"], c["gso"], c["max"]))
             tot["fpdus"] += n
-            for x in ("segs", "aligned", "trailer", "other", "gso"):
+            for x in ("segs", "aligned", "trailer", "other", "window", "gso"):
                 tot[x] += c[x]
             tot["max"] = max(tot["max"], c["max"])
     print("total fpdus=%(fpdus)d segs=%(segs)d aligned=%(aligned)d "
-          "trailer=%(trailer)d other=%(other)d gso=%(gso)d max=%(max)d"
-          % tot)
+          "trailer=%(trailer)d other=%(other)d window=%(window)d gso=%(gso)d "
+          "max=%(max)d" % tot)
     return 0 if tot["fpdus"] else 1
 
 
