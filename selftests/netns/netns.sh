@@ -16,6 +16,9 @@ TOP=$(cd "$HERE/../.." && pwd)
 PREFIX=${RDMA_PREFIX:-$TOP/build/rdma-core/prefix}
 # shellcheck source=../lib/own_vm.sh
 . "$HERE/../lib/own_vm.sh"
-own_vm_suite netns 10 "${SIWX_NETNS_TIMEOUT:-300}" \
-	"RDMA_PREFIX=$PREFIX bash $HERE/netns_guest.sh > \$SIWX_RESULTS/netns.tap" \
+# the debug kernel (SIWX_SUITE_TIMEOUT_SCALE 6) is about ten times slower:
+# the VM's limit and the guest's waits for rping to go scale with it
+SCALE=${SIWX_SUITE_TIMEOUT_SCALE:-1}
+own_vm_suite netns 10 "$(( ${SIWX_NETNS_TIMEOUT:-300} * SCALE ))" \
+	"RDMA_PREFIX=$PREFIX NETNS_GONE_S=$((30 * SCALE)) bash $HERE/netns_guest.sh > \$SIWX_RESULTS/netns.tap" \
 	--share "$PREFIX"

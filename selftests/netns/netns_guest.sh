@@ -97,6 +97,9 @@ set_mode() {
 	done
 	return 1
 }
+# how long rping may take to end once its device or namespace is gone
+# (netns.sh scales it for the debug kernel)
+GONE=${NETNS_GONE_S:-30}
 # gone_within SEC PID...: every PID has exited within SEC seconds
 gone_within() {
 	local sec=$1 p i alive
@@ -234,7 +237,7 @@ if [ "$MOVED" = 1 ]; then
 	q=$(rdma res show qp 2>/dev/null | grep -c "comm rping")
 	[ "$q" -ge 1 ] || r="no rping QP in the initial namespace after 3 s"
 	run ip -n c1 link del xb
-	gone_within 30 "$S" "$C" || r="${r:+$r; }rping still running 30 s after the netdev went"
+	gone_within "$GONE" "$S" "$C" || r="${r:+$r; }rping still running $GONE s after the netdev went"
 	kill -KILL "$S" "$C" 2>/dev/null
 	wait "$S"; rs=$?
 	wait "$C"; rc=$?
@@ -268,7 +271,7 @@ if [ "$EXCL" = 1 ]; then
 		[ "$q" -ge 1 ] || r="no rping QP in the initial namespace after 3 s"
 		run ip netns del c2
 		kill -KILL "$C"
-		gone_within 30 "$S" "$C" || r="${r:+$r; }rping still running 30 s after the namespace went"
+		gone_within "$GONE" "$S" "$C" || r="${r:+$r; }rping still running $GONE s after the namespace went"
 		kill -KILL "$S" 2>/dev/null
 		wait "$S"; rs=$?
 		wait "$C"
