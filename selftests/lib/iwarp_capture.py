@@ -185,6 +185,21 @@ def packets(path, partial=False, whole=False):
         yield ts, src, sport, dst, dport, seq, tcp[13], bytes(tcp[doff:])
 
 
+def _tcp_options(tcp):
+    """{kind: value bytes} of the options of a TCP header (those with a
+    length field; NOP skipped, parsing ends at EOL or a bad length)."""
+    out, opts, i = {}, tcp[20:(tcp[12] >> 4) * 4], 0
+    while i < len(opts) and opts[i] != 0:
+        if opts[i] == 1:
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2:
+            break
+        out[opts[i]] = bytes(opts[i + 2:i + opts[i + 1]])
+        i += opts[i + 1]
+    return out
+
+
 def syn_mss(path):
     """{(src, sport, dst, dport): the MSS the other side's SYN announced},
     the bound of what that direction sends in one segment (src, dst: raw
@@ -194,17 +209,9 @@ def syn_mss(path):
         if len(tcp) < 20 or not tcp[13] & 0x02:
             continue
         sport, dport = struct.unpack(">HH", tcp[:4])
-        opts, i = tcp[20:(tcp[12] >> 4) * 4], 0
-        while i < len(opts) and opts[i] != 0:
-            if opts[i] == 1:
-                i += 1
-                continue
-            if i + 1 >= len(opts) or opts[i + 1] < 2:
-                break
-            if opts[i] == 2 and opts[i + 1] == 4:
-                out[(dst, dport, src, sport)] = struct.unpack(
-                    ">H", opts[i + 2:i + 4])[0]
-            i += opts[i + 1]
+        mss = _tcp_options(tcp).get(2)
+        if mss is not None and len(mss) == 2:
+            out[(dst, dport, src, sport)] = struct.unpack(">H", mss)[0]
     return out
 
 
@@ -223,17 +230,8 @@ def window_cuts(path):
         key, doff = (src, sport, dst, dport), (tcp[12] >> 4) * 4
         back = (dst, dport, src, sport)
         if flags & 0x02:
-            opts, i, ws = tcp[20:doff], 0, None
-            while i < len(opts) and opts[i] != 0:
-                if opts[i] == 1:
-                    i += 1
-                    continue
-                if i + 1 >= len(opts) or opts[i + 1] < 2:
-                    break
-                if opts[i] == 3 and opts[i + 1] == 3:
-                    ws = opts[i + 2]
-                i += opts[i + 1]
-            wscale[key] = ws
+            ws = _tcp_options(tcp).get(3)
+            wscale[key] = ws[0] if ws is not None and len(ws) == 1 else None
             continue
         n = len(tcp) - doff
         if n and back in edge and \
