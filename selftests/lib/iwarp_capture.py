@@ -39,6 +39,8 @@ sequence number, from either source:
                           ({(sport, dport): Flow}, Terminate rows, opcodes)
   packets(path)           every TCP segment of a libpcap file
   syn_mss(path)           the MSS each direction's peer announced in its SYN
+  window_cuts(path)       the data segments that ended at the right edge of
+                          the window the other direction last advertised
   Flow.stream()           (bytes up to the first hole, hole?)
   Flow.offset(seq)        where a sequence number is in that stream
   Flow.filled()           (bytes on past holes, [(offset, length)] of them)
