@@ -18,7 +18,8 @@
 # bytes of TCP payload (offset 200 from the IP header) in 1 of CORRUPT_N
 # frames and recomputes the TCP checksum (pedit + csum, offloads off), so
 # that only MPA's CRC can tell. fault.corrupt_crc checks that siw caught
-# some (its "crc error" log lines) and counts the frames changed.
+# some (its "crc error" log lines) and counts the frames changed; the fio
+# pair is run again (up to CORRUPT_ROUNDS times) while no frame was.
 # port.remove_readd: the target's port removed from configfs under I/O
 # and added back 3 s later: the host reconnects, fio verifies.
 # disconnect.during_io: nvme disconnect while fio runs: it returns, fio
@@ -41,6 +42,8 @@ CONNECT_OPTS="--reconnect-delay=1 --ctrl-loss-tmo=60"
 # seconds a fio job under a fault may take before the run counts as hung
 FIO_LIMIT=300
 CORRUPT_N=${NVME_CORRUPT_N:-1000}
+# fio pairs under corruption at most, until a frame was corrupted
+CORRUPT_ROUNDS=5
 
 # name:netem spec (applied on vn0 and on vn1)
 FAULTS=(
@@ -146,6 +149,16 @@ fault_test() {	# NAME SPEC
 	# shellcheck disable=SC2086 # the netem spec is words
 	if $apply $spec; then
 		faulted "$name" || rc=1
+		# 1 in CORRUPT_N of the few thousand full-sized frames of one
+		# fio pair: a few on average, none now and then; another pair
+		# (up to CORRUPT_ROUNDS in all) until one frame was corrupted
+		local round=1
+		while [ "$apply" = corrupt ] && [ $rc = 0 ] && [ "$(corrupted)" = 0 ] &&
+		      [ $round -lt "$CORRUPT_ROUNDS" ]; do
+			round=$((round + 1))
+			say "$name: no frame corrupted yet; fio pair $round of at most $CORRUPT_ROUNDS"
+			faulted "$name" || rc=1
+		done
 	else
 		say "tc: $apply $spec failed"; rc=1
 	fi
