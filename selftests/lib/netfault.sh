@@ -8,7 +8,7 @@
 #
 #   nf_netem "DEVS" SPEC...     netem SPEC as the root qdisc ("none":
 #                               removed)
-#   nf_corrupt "DEVS" N|none    1 in N IPv4 packets of at least 256 bytes
+#   nf_corrupt "DEVS" N|none    1 in N (1..10000) IPv4 packets of at least 256 bytes
 #                               gets 4 bytes of TCP payload inverted
 #                               (offset 200 of the IP packet) and a valid
 #                               TCP checksum: offloads off, so that each
@@ -50,6 +50,11 @@ nf_netem() {
 
 nf_corrupt() {
 	local d devs=$1 n=$2 log=${NF_LOG:-/dev/null}
+	# gact takes a probability of 1 in 1..10000
+	if [ "$n" != none ] && ! { [ "$n" -ge 1 ] && [ "$n" -le 10000 ]; } 2>/dev/null; then
+		echo "nf_corrupt: 1 in '$n' frames: N must be 1..10000" >>"$log"
+		return 1
+	fi
 	for d in $devs; do
 		if [ "$n" = none ]; then
 			nf_on "$d" tc qdisc del dev {} clsact 2>/dev/null

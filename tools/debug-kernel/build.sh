@@ -20,7 +20,9 @@
 #   /boot/vmlinuz-<kver>, /lib/modules/<kver>/ (make modules_install),
 #   /lib/modules/<kver>/build -> the build tree, .../source -> the source.
 # Everything is skipped that is already there for the same key, so a second
-# call is cheap: it prints the kernel release and exits.
+# call is cheap: it prints the kernel release and exits. A new key starts
+# from the newest built tree of the same source, so that a changed option
+# rebuilds only the objects it reaches.
 #
 # Prints the kernel release on stdout (the last line); progress goes to
 # stderr, the build log to <key>/build.log.
@@ -151,6 +153,24 @@ if [ ! -e "$SRC/.unpacked" ]; then
 fi
 
 # ---------------------------------------------------------------- config
+# A new key (the fragment or this script changed) starts from the newest
+# built tree of the same source when there is one: make then rebuilds only
+# what the changed options reach (fixdep records every object's CONFIG_
+# symbols), minutes instead of the full build.
+if [ ! -e "$OBJ" ]; then
+	seed=$(for d in "$CACHE"/[0-9a-f]*/; do
+		d=${d%/}
+		[ -e "$d/.built" ] && [ "$(readlink -f "$d/source" 2>/dev/null)" = "$SRC" ] &&
+			echo "$(stat -c %Y "$d/.built") $d"
+	done | sort -rn | head -n 1 | cut -d' ' -f2-)
+	if [ -n "$seed" ]; then
+		msg "starting $OBJ from the tree of key ${seed##*/} (same source; only what changed is rebuilt)"
+		rm -rf "$OBJ.tmp"
+		cp -a --reflink=auto "$seed" "$OBJ.tmp"
+		rm -f "$OBJ.tmp/.configured" "$OBJ.tmp/.built" "$OBJ.tmp/build-time"
+		mv "$OBJ.tmp" "$OBJ"
+	fi
+fi
 mkdir -p "$OBJ"
 LOG=$OBJ/build.log
 if [ ! -e "$OBJ/.configured" ]; then
