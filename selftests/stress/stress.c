@@ -13,11 +13,16 @@
  *   churn.connect_disconnect
  *	Many short connections with a little traffic, alternating which
  *	side disconnects or destroys first.
+ *   resume.*.modify_under_traffic
+ *	ibv_modify_qp() of the access flags in a loop beside traffic: no
+ *	work request may be left without its completion (kernel patches
+ *	0045 and 0046; upstream siw stalls within seconds). See below.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,6 +173,137 @@ TEST_F_TIMEOUT(churn, connect_disconnect, 600)
 		ru_ep_close(&c);
 		ru_ep_close(&s);
 	}
+}
+
+/*
+ * resume.*: a QP's state lock taken for writing (here by ibv_modify_qp()
+ * of the access flags, a legal change in RTS, in a loop of its own,
+ * alternately on both ends) while the client streams work requests.
+ * Every one must complete.
+ *   writes_reads_64k: RDMA Writes and Reads of 64 KiB, 16 outstanding,
+ *	which keep filling the socket: every send that paused for room is
+ *	resumed by the transmit thread from TCP's write space callback.
+ *	Upstream siw dropped a resume that found the lock held, and the
+ *	send queue never ran again (stalled within seconds, every run).
+ *   reads_4k_qd1: one RDMA Read of 4 KiB at a time: its Read Request is
+ *	the last thing the server receives until it answers. The receive
+ *	callback does not wait for the lock either: a request that arrived
+ *	while it was held stayed in the socket.
+ */
+struct modify_loop {
+	struct ibv_qp *qp[2];
+	volatile int stop;
+	long n, failed;
+};
+
+static void *modify_loop_fn(void *arg)
+{
+	struct modify_loop *m = arg;
+	struct ibv_qp_attr attr = { .qp_access_flags = ACC_ALL };
+
+	while (!m->stop) {
+		if (ibv_modify_qp(m->qp[m->n & 1], &attr, IBV_QP_ACCESS_FLAGS))
+			m->failed++;
+		m->n++;
+	}
+	return NULL;
+}
+
+FIXTURE(resume) {
+	struct ru_listener l;
+};
+
+FIXTURE_VARIANT(resume) {
+	size_t len;	/* bytes per work request */
+	int depth;	/* outstanding at most */
+	int reads;	/* one in reads is a Read, the others Writes */
+};
+
+FIXTURE_VARIANT_ADD(resume, writes_reads_64k) {
+	.len = 64 * 1024, .depth = 16, .reads = 4
+};
+FIXTURE_VARIANT_ADD(resume, reads_4k_qd1) { .len = 4096, .depth = 1, .reads = 1 };
+
+FIXTURE_SETUP(resume)
+{
+	RU_ASSERT_OK(ru_listen(&self->l, ru_addr0(), 0, 16));
+}
+
+FIXTURE_TEARDOWN(resume)
+{
+	ru_listener_close(&self->l);
+}
+
+TEST_F_TIMEOUT(resume, modify_under_traffic, 600)
+{
+	long secs = ru_env_long("SIWX_STRESS_RESUME_SECS", 20);
+	long posted = 0, done = 0, errors = 0;
+	struct modify_loop m = { 0 };
+	struct ru_ep c, s;
+	struct ru_buf cb, sb;
+	struct ru_caps caps;
+	struct ibv_wc wc;
+	uint64_t end, last, stall = 0;
+	pthread_t t;
+	int rc;
+
+	ru_caps_default(&caps);
+	RU_ASSERT_OK(ru_pair_open_on(&self->l, &c, &s, &caps, &caps));
+	RU_ASSERT_OK(ru_buf_alloc(&cb, c.pd, variant->len, ACC_ALL));
+	RU_ASSERT_OK(ru_buf_alloc(&sb, s.pd, variant->len, ACC_ALL));
+	m.qp[0] = c.qp;
+	m.qp[1] = s.qp;
+	ASSERT_EQ(0, pthread_create(&t, NULL, modify_loop_fn, &m));
+	last = ru_now_ms();
+	end = last + secs * 1000;
+	while (ru_now_ms() < end) {
+		if (posted - done < variant->depth) {
+			rc = ru_post_send(&c, posted % variant->reads ==
+					  variant->reads - 1 ? IBV_WR_RDMA_READ :
+					  IBV_WR_RDMA_WRITE, &cb, 0, variant->len,
+					  (uintptr_t)sb.addr, sb.mr->rkey, posted,
+					  IBV_SEND_SIGNALED);
+			if (rc)
+				break;
+			posted++;
+			continue;
+		}
+		if (ru_poll(c.scq, &wc, 10000) != 1) {
+			stall = ru_now_ms() - last;
+			break;
+		}
+		if (wc.status != IBV_WC_SUCCESS)
+			errors++;
+		done++;
+		last = ru_now_ms();
+	}
+	while (!stall && done < posted) {
+		if (ru_poll(c.scq, &wc, 10000) != 1) {
+			stall = ru_now_ms() - last;
+			break;
+		}
+		if (wc.status != IBV_WC_SUCCESS)
+			errors++;
+		done++;
+		last = ru_now_ms();
+	}
+	m.stop = 1;
+	pthread_join(t, NULL);
+	printf("# %ld work requests of %zu bytes posted, %ld completed (%ld "
+	       "in error); %ld modifies beside them (%ld failed)", posted,
+	       variant->len, done, errors, m.n, m.failed);
+	if (stall)
+		printf("; no completion for %llu ms: the QPs stalled",
+		       (unsigned long long)stall);
+	printf("\n");
+	EXPECT_EQ(posted, done);
+	EXPECT_EQ(0, errors);
+	EXPECT_EQ(0, m.failed);
+	EXPECT_GT(m.n, 0);
+	ru_buf_free(&cb);
+	ru_buf_free(&sb);
+	ru_ep_close(&c);
+	ru_ep_close(&s);
 }
 
 TEST_HARNESS_MAIN
