@@ -305,6 +305,11 @@ early_wait() {
 # shellcheck source=selftests/lib/tap.sh
 . "$HERE/lib/tap.sh"
 
+# The guest kernel's problem reports: KERNEL_PROBLEMS, the one list
+# (tools/vm/kernel-problems.sh), for the VMs' verdicts and the host suites
+# shellcheck source=../tools/vm/kernel-problems.sh
+. "$TOP/tools/vm/kernel-problems.sh"
+
 # oops_excerpt FILE...: the first kernel report (a line of KERNEL_PROBLEMS)
 # of the first FILE that has one, with the lines that say where it happened
 # (CPU and task, RIP, the call trace): what a CI log must show of a crash
@@ -450,10 +455,7 @@ fi
 
 # ---------------------------------------------------------------- host
 # The lines of a failed host suite's log that say why: tools/vm/run's FAIL
-# lines and the guest kernel's problem reports (tools/vm/kernel-problems.sh,
-# the one list).
-# shellcheck source=../tools/vm/kernel-problems.sh
-. "$TOP/tools/vm/kernel-problems.sh"
+# lines and the guest kernel's problem reports (KERNEL_PROBLEMS, above).
 FAIL_LINES="siwx-vm: .*FAIL|FAIL:|$KERNEL_PROBLEMS"
 # Host suites run here, after the VMs: TAP on stdout into RES/SUITE.tap,
 # stderr into RES/SUITE.log; a non-zero exit is a failure of its own.
