@@ -21,12 +21,14 @@ OUT=${SIWX_RESULTS:-$SDIR/results}/faults_pair
 FT=$SDIR/bin/faults_traffic
 LIMIT=${SIWX_FAULTS_PAIR_TIMEOUT:-360}
 case ${SIWX_VM_KVER:-} in *siwx-debug*) LIMIT=$((LIMIT * 4)) ;; esac
+# the guests' waits scale as the suites' do (SIWX_SUITE_TIMEOUT_SCALE)
+SCALE=SIWX_SUITE_TIMEOUT_SCALE=${SIWX_SUITE_TIMEOUT_SCALE:-1}
 mkdir -p "$OUT"
 "$TOP/tools/vm/run" --quiet --pair --powerfail \
 	--module "$MODULE" --peer-module "$MODULE" \
 	--share "$SDIR" --share "$PREFIX" --out "$OUT" --timeout "$LIMIT" \
-	--peer-cmd "RDMA_PREFIX=$PREFIX FT=$FT bash $HERE/faults_pair_b.sh" \
-	-- "RDMA_PREFIX=$PREFIX FT=$FT bash $HERE/faults_pair_a.sh > \$SIWX_RESULTS/faults_pair.tap" >&2
+	--peer-cmd "RDMA_PREFIX=$PREFIX FT=$FT $SCALE bash $HERE/faults_pair_b.sh" \
+	-- "RDMA_PREFIX=$PREFIX FT=$FT $SCALE bash $HERE/faults_pair_a.sh > \$SIWX_RESULTS/faults_pair.tap" >&2
 rc=$?
 echo "TAP version 13"
 echo "# tools/vm/run exit $rc (consoles $OUT/a/console.log, $OUT/b/console.log)"

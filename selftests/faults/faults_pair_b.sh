@@ -9,7 +9,8 @@
 # is loaded again, siw0 added, a new server started, and b waits for its
 # power to be cut (a's tools/vm/powerfail).
 #
-# Environment: RDMA_PREFIX, FT (the program), HOLD (3); from the boot:
+# Environment: RDMA_PREFIX, FT (the program), HOLD (3),
+# SIWX_SUITE_TIMEOUT_SCALE (1: its wait for a's client); from the boot:
 # SIWX_LOCAL, SIWX_MODULE, SIWX_NETDEV0, SIWX_RESULTS.
 set -u
 P=${RDMA_PREFIX:?}
@@ -23,7 +24,7 @@ say() { echo "faults_pair b: $*"; echo "$(date +%s.%N) $*" >> "$OUT/b.log"; }
 
 "$FT" -s -a "$SIWX_LOCAL" -p 7471 > "$OUT/server1.txt" 2>&1 &
 pid=$!
-for ((i = 0; i < 3000; i++)); do
+for ((i = 0; i < 3000 * ${SIWX_SUITE_TIMEOUT_SCALE:-1}; i++)); do
 	grep -q 'connection 1 established' "$OUT/server1.txt" && break
 	sleep 0.1
 done
