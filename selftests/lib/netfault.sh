@@ -21,6 +21,12 @@
 #                               that never reached an FPDU. "none": all of
 #                               it undone
 #   nf_corrupted "DEVS"         how many packets pedit changed (the sum)
+#   nf_rounds "DEVS" MAX CMD... CMD (a round of traffic under nf_corrupt)
+#                               again while it succeeded and no frame was
+#                               corrupted yet, MAX rounds at most: 1 in N
+#                               of a round's few thousand frames is a few
+#                               on average, none now and then. CMD's last
+#                               status; NF_ROUNDS the rounds run
 #
 # Needs sch_netem, sch_ingress (clsact), cls_u32, cls_matchall, act_gact,
 # act_pedit, act_csum. ethtool's and tc's complaints go to NF_LOG
@@ -79,4 +85,19 @@ nf_corrupted() {
 		sum=$((sum + ${n:-0}))
 	done
 	echo "$sum"
+}
+
+nf_rounds() {
+	local devs=$1 max=$2 rc
+	shift 2
+	NF_ROUNDS=0
+	while :; do
+		NF_ROUNDS=$((NF_ROUNDS + 1))
+		"$@"
+		rc=$?
+		if [ "$rc" != 0 ] || [ "$NF_ROUNDS" -ge "$max" ] ||
+		   [ "$(nf_corrupted "$devs")" != 0 ]; then
+			return "$rc"
+		fi
+	done
 }

@@ -147,22 +147,15 @@ fault_test() {	# NAME SPEC
 	local apply=netem
 	[ "$spec" = corrupt ] && apply=corrupt
 	# shellcheck disable=SC2086 # the netem spec is words
-	if $apply $spec; then
-		faulted "$name" || rc=1
-		# 1 in CORRUPT_N of the few thousand full-sized frames of one
-		# fio pair: a few on average, none now and then; another pair
-		# (up to CORRUPT_ROUNDS in all) until one frame was corrupted
-		local round=1
-		while [ "$apply" = corrupt ] && [ $rc = 0 ] && [ "$(corrupted)" = 0 ] &&
-		      [ $round -lt "$CORRUPT_ROUNDS" ]; do
-			round=$((round + 1))
-			say "$name: no frame corrupted yet; fio pair $round of at most $CORRUPT_ROUNDS"
-			faulted "$name" || rc=1
-		done
-	else
+	if ! $apply $spec; then
 		say "tc: $apply $spec failed"; rc=1
+	elif [ "$apply" = corrupt ]; then
+		# fio pairs until a frame was corrupted (netfault.sh)
+		nf_rounds "vn0 vn1" "$CORRUPT_ROUNDS" faulted "$name" || rc=1
+		say "$name: $(corrupted) frames corrupted in $NF_ROUNDS fio pair(s)"
+	else
+		faulted "$name" || rc=1
 	fi
-	[ "$apply" = corrupt ] && say "$name: $(corrupted) frames corrupted"
 	$apply none
 	wait_live rdma && wait_ns || { say "controller not live after $name"; rc=1; }
 	if [ "$name" = corrupt_crc ]; then
