@@ -47,6 +47,8 @@
 #include <linux/prandom.h>
 #include <linux/random.h>
 #include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/bitmap.h>
 #include <linux/wait.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
@@ -1014,6 +1016,337 @@ static bool kt_post_while_closing(struct kt_conn *c, struct kt_buf *txb)
 			  IB_WC_WR_FLUSH_ERR, &wc, "Send posted while closing");
 }
 
+/*
+ * Posts while another thread holds the QP's state lock for writing.
+ * A kernel ULP posts without waiting for that lock (it may post in
+ * atomic context), and siw failed such a post with -ENOTCONN although
+ * the QP stayed in RTS (kernel patch 0047): nvme-rdma fails the I/O
+ * then. kt_modifier runs beside the traffic: ib_modify_qp() of the
+ * access flags in a loop (a legal change in RTS that takes the lock
+ * for writing), alternating between two QPs, or one move to ERROR.
+ */
+#define KT_RACE_SENDS	4000	/* Sends of post_during_modify */
+#define KT_RACE_DEPTH	16	/* in flight; receives posted */
+#define KT_RACE_LEN	64
+#define KT_RACE_MIN_MODS 200	/* fewer did not race the posts enough */
+#define KT_ERR_ROUNDS	8	/* connections of post_racing_error */
+#define KT_ERR_WRITES	1024	/* Writes posted at most per round */
+#define KT_WRID_RACE	0x10000	/* + number of the Write */
+
+struct kt_modifier {
+	struct ib_qp *qp[2];
+	bool to_error;		/* qp[0] to ERROR once, after delay_us */
+	unsigned int delay_us;
+	atomic_t stop;
+	unsigned long modifies;
+	int err;
+	struct completion done;
+};
+
+static int kt_modifier_fn(void *arg)
+{
+	struct kt_modifier *m = arg;
+	struct ib_qp_attr attr = {};
+	int rv;
+
+	if (m->to_error) {
+		usleep_range(m->delay_us, m->delay_us + 20);
+		attr.qp_state = IB_QPS_ERR;
+		m->err = ib_modify_qp(m->qp[0], &attr, IB_QP_STATE);
+		m->modifies = 1;
+	} else {
+		/* what rdma_cm gave an iWARP QP: no change, the lock taken */
+		attr.qp_access_flags = IB_ACCESS_REMOTE_WRITE |
+				       IB_ACCESS_REMOTE_READ;
+		while (!atomic_read(&m->stop)) {
+			rv = ib_modify_qp(m->qp[m->modifies & 1], &attr,
+					  IB_QP_ACCESS_FLAGS);
+			if (rv && !m->err)
+				m->err = rv;
+			m->modifies++;
+			cond_resched();
+		}
+	}
+	kthread_complete_and_exit(&m->done, 0);
+}
+
+static bool kt_modifier_start(struct kt_modifier *m)
+{
+	struct task_struct *t;
+
+	init_completion(&m->done);
+	atomic_set(&m->stop, 0);
+	t = kthread_run(kt_modifier_fn, m, "siwx_ktest_mod");
+	if (IS_ERR(t)) {
+		kt_diag("kthread_run: %ld", PTR_ERR(t));
+		return false;
+	}
+	return true;
+}
+
+static void kt_modifier_stop(struct kt_modifier *m)
+{
+	atomic_set(&m->stop, 1);
+	wait_for_completion(&m->done);
+}
+
+/*
+ * KT_RACE_SENDS Sends from the client, each carrying its number, at
+ * most KT_RACE_DEPTH in flight, the server reposting each receive, while
+ * both QPs' access flags are modified in a loop: every post succeeds,
+ * every Send and receive completes successfully, in order, as sent.
+ */
+static bool kt_post_during_modify(struct kt_conn *c, struct kt_buf *txb,
+				  struct kt_buf *rxb)
+{
+	u32 posted = 0, sent = 0, recvd = 0, slot;
+	struct kt_modifier *m;
+	unsigned long last;
+	struct ib_rdma_wr w;
+	struct ib_sge sge;
+	struct ib_wc wc;
+	bool ok = true;
+	int i;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return false;
+	m->qp[0] = c->cli.qp;
+	m->qp[1] = c->srv.qp;
+	for (i = 0; i < KT_RACE_DEPTH; i++) {
+		if (kt_post_recv(&c->srv, rxb, i)) {
+			kfree(m);
+			return false;
+		}
+	}
+	if (!kt_modifier_start(m)) {
+		kfree(m);
+		return false;
+	}
+	last = jiffies;
+	while (ok && recvd < KT_RACE_SENDS) {
+		bool progress = false;
+
+		while (posted < KT_RACE_SENDS &&
+		       posted - sent < KT_RACE_DEPTH &&
+		       posted - recvd < KT_RACE_DEPTH) {
+			u8 *buf;
+
+			slot = posted % KT_RACE_DEPTH;
+			buf = txb->va + slot * KT_STRIDE;
+			memset(buf, posted & 0xff, KT_RACE_LEN);
+			memcpy(buf, &posted, sizeof(posted));
+			kt_sge(&sge, txb, slot * KT_STRIDE, KT_RACE_LEN);
+			kt_rdma_wr(&w, IB_WR_SEND, KT_WRID_SEND + slot, &sge,
+				   1, NULL, 0);
+			if (kt_post_send(&c->cli, &w.wr)) {
+				kt_diag("Send %u of %u refused", posted,
+					KT_RACE_SENDS);
+				ok = false;
+				break;
+			}
+			posted++;
+		}
+		if (ib_poll_cq(c->cli.scq, 1, &wc) > 0) {
+			if (wc.status != IB_WC_SUCCESS ||
+			    wc.wr_id != KT_WRID_SEND + sent % KT_RACE_DEPTH) {
+				kt_wc_diag("Send during modify", &wc);
+				ok = false;
+			}
+			sent++;
+			progress = true;
+		}
+		if (ib_poll_cq(c->srv.rcq, 1, &wc) > 0) {
+			u8 *got, want[KT_RACE_LEN];
+
+			slot = recvd % KT_RACE_DEPTH;
+			got = rxb->va + slot * KT_STRIDE;
+			memset(want, recvd & 0xff, KT_RACE_LEN);
+			memcpy(want, &recvd, sizeof(recvd));
+			if (wc.status != IB_WC_SUCCESS ||
+			    wc.wr_id != KT_WRID_RECV + slot ||
+			    wc.byte_len != KT_RACE_LEN) {
+				kt_wc_diag("receive during modify", &wc);
+				ok = false;
+			} else if (!kt_same(got, want, KT_RACE_LEN,
+					    "received Send")) {
+				ok = false;
+			} else if (recvd + KT_RACE_DEPTH < KT_RACE_SENDS &&
+				   kt_post_recv(&c->srv, rxb, slot)) {
+				kt_diag("receive %u refused",
+					recvd + KT_RACE_DEPTH);
+				ok = false;
+			}
+			recvd++;
+			progress = true;
+		}
+		if (progress) {
+			last = jiffies;
+		} else if (time_after(jiffies, last +
+				      msecs_to_jiffies(timeout_ms))) {
+			kt_diag("no progress for %u ms: %u posted, %u sent, %u received",
+				timeout_ms, posted, sent, recvd);
+			ok = false;
+		} else if (fatal_signal_pending(current)) {
+			ok = false;
+		} else {
+			usleep_range(10, 30);
+		}
+	}
+	kt_modifier_stop(m);
+	kt_diag("post_during_modify: %u Sends posted, %u received, %lu modifies of the access flags beside them",
+		posted, recvd, m->modifies);
+	if (m->err) {
+		kt_diag("ib_modify_qp(IB_QP_ACCESS_FLAGS): %d", m->err);
+		ok = false;
+	}
+	if (ok && m->modifies < KT_RACE_MIN_MODS) {
+		kt_diag("only %lu modifies: the posts were not raced",
+			m->modifies);
+		ok = false;
+	}
+	while (ok && sent < posted) {
+		if (kt_expect(c->cli.scq, KT_WRID_SEND + sent % KT_RACE_DEPTH,
+			      IB_WC_SEND, IB_WC_SUCCESS, &wc, "last Sends"))
+			ok = false;
+		sent++;
+	}
+	kfree(m);
+	return ok && kt_no_strays(c);
+}
+
+/*
+ * One round of post_racing_error, on a connection of its own: 64-byte
+ * RDMA Writes posted back to back while another thread moves the
+ * client's QP to ERROR. Every post succeeds, and every Write posted
+ * completes exactly once: successfully before the QP went to ERROR,
+ * as flushed after. Work posted while the modify held the state lock
+ * is queued and must be flushed, not forgotten.
+ */
+static bool kt_post_racing_error_round(unsigned int delay_us,
+				       u32 *flushed_out)
+{
+	u32 posted = 0, done = 0, flushed = 0, after = 0;
+	unsigned long *seen = NULL, last;
+	struct kt_modifier *m = NULL;
+	struct kt_conn *c;
+	struct kt_buf *b;
+	struct kt_mr *mr;
+	struct ib_rdma_wr w;
+	struct ib_sge sge;
+	struct ib_wc wc;
+	bool ok;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	seen = bitmap_zalloc(KT_ERR_WRITES, GFP_KERNEL);
+	ok = c && m && seen && !kt_connect(c);
+	mr = ok ? kt_mr_new(c, &c->srv, KT_REGION, IB_ACCESS_LOCAL_WRITE |
+			    IB_ACCESS_REMOTE_WRITE) : NULL;
+	b = ok ? kt_buf_new(c, &c->cli, KT_BUFLEN) : NULL;
+	if (!mr || !b) {
+		ok = false;
+		goto out;
+	}
+	m->qp[0] = c->cli.qp;
+	m->to_error = true;
+	m->delay_us = delay_us;
+	if (!kt_modifier_start(m)) {
+		ok = false;
+		goto out;
+	}
+	kt_sge(&sge, b, 0, KT_RACE_LEN);
+	last = jiffies;
+	while (ok && done < KT_ERR_WRITES) {
+		bool progress = false;
+
+		/* until the end, or 64 more after the first flushed one */
+		while (posted < KT_ERR_WRITES && after < 64 &&
+		       posted - done < KT_RACE_DEPTH * 2) {
+			kt_rdma_wr(&w, IB_WR_RDMA_WRITE, KT_WRID_RACE + posted,
+				   &sge, 1, mr, (posted % 64) * KT_RACE_LEN);
+			if (kt_post_send(&c->cli, &w.wr)) {
+				kt_diag("Write %u refused", posted);
+				ok = false;
+				break;
+			}
+			posted++;
+			if (flushed)
+				after++;
+		}
+		if (done == posted && (posted == KT_ERR_WRITES || after >= 64))
+			break;
+		if (ib_poll_cq(c->cli.scq, 1, &wc) > 0) {
+			u64 n = wc.wr_id - KT_WRID_RACE;
+
+			if (wc.wr_id < KT_WRID_RACE || n >= posted ||
+			    test_and_set_bit(n, seen) ||
+			    (wc.status != IB_WC_SUCCESS &&
+			     wc.status != IB_WC_WR_FLUSH_ERR)) {
+				kt_wc_diag("Write racing ERROR", &wc);
+				ok = false;
+			}
+			if (wc.status == IB_WC_WR_FLUSH_ERR)
+				flushed++;
+			done++;
+			progress = true;
+		}
+		if (progress) {
+			last = jiffies;
+		} else if (time_after(jiffies, last +
+				      msecs_to_jiffies(timeout_ms))) {
+			kt_diag("no completion for %u ms: %u Writes posted, %u completed (%u flushed)",
+				timeout_ms, posted, done, flushed);
+			ok = false;
+		} else if (fatal_signal_pending(current)) {
+			ok = false;
+		} else {
+			usleep_range(5, 20);
+		}
+	}
+	kt_modifier_stop(m);
+	if (m->err) {
+		kt_diag("ib_modify_qp(IB_QPS_ERR): %d", m->err);
+		ok = false;
+	}
+	if (ok && !flushed) {
+		kt_diag("all %u Writes completed before the QP went to ERROR",
+			posted);
+	}
+	*flushed_out = flushed;
+	if (ok)
+		kt_diag("post_racing_error: ERROR after %u us, %u Writes posted, %u completed, %u of them flushed",
+			delay_us, posted, done, flushed);
+	ok = kt_no_strays(c) && ok;
+out:
+	if (c)
+		kt_disconnect(c);
+	bitmap_free(seen);
+	kfree(m);
+	kfree(c);
+	return ok;
+}
+
+static bool kt_post_racing_error(void)
+{
+	u32 flushed, rounds_flushed = 0;
+	bool ok = true;
+	int i;
+
+	for (i = 0; i < KT_ERR_ROUNDS && ok; i++) {
+		ok = kt_post_racing_error_round(200 + kt_below(3000), &flushed);
+		if (flushed)
+			rounds_flushed++;
+	}
+	/* a round whose Writes all completed first raced nothing */
+	if (ok && rounds_flushed < KT_ERR_ROUNDS / 2) {
+		kt_diag("only %u of %d rounds saw the QP go to ERROR under traffic",
+			rounds_flushed, KT_ERR_ROUNDS);
+		ok = false;
+	}
+	return ok;
+}
+
 static void kt_group_basic(void)
 {
 	struct kt_buf *ctx, *crx, *stx, *srx;
@@ -1051,10 +1384,13 @@ static void kt_group_basic(void)
 			  "basic.rdma_write");
 		kt_result(kt_rdma_read(c, mr, crx, scratch, 12, false),
 			  "basic.rdma_read");
+		kt_result(kt_post_during_modify(c, ctx, srx),
+			  "basic.post_during_modify");
 		kt_result(kt_post_while_closing(c, ctx),
 			  "basic.post_while_closing");
 	}
 	kt_result(kt_disconnect(c), "basic.disconnect");
+	kt_result(kt_post_racing_error(), "basic.post_racing_error");
 free:
 	kfree(scratch);
 	kfree(c);

@@ -63,14 +63,14 @@ CASES=(
 # and passes only if segments.py finds its FPDUs handed to TCP whole: at most
 # one in a hundred segments may carry an FPDU's trailer (pad and CRC field)
 # alone, which siw's zero-copy transmit sent after every FPDU's payload (Read
-# Responses; RDMA Writes too, where zero-copy) before patch 0063, and at most
+# Responses; RDMA Writes too, where zero-copy) before patch 0064, and at most
 # five in a hundred may start inside an FPDU otherwise (TCP splits one when
 # it runs out of send space; FPDUs merged across segment boundaries would
 # make it every one: RFC 5044's alignment).
-# And since patch 0064 siw gives TCP up to 64 KiB of a message's FPDUs in
+# And since patch 0065 siw gives TCP up to 64 KiB of a message's FPDUs in
 # one call, so that TCP builds GSO packets of them (on the veth nothing cuts
 # those): on average at least SEG_PACK_MIN_X10 / 10 FPDUs per captured
-# packet; exactly one per packet before 0064 (one FPDU a call). How many
+# packet; exactly one per packet before 0065 (one FPDU a call). How many
 # TCP puts into a packet is its choice, made by the ACKs, the send space
 # and the peer's window: 11-14 measured on Debian's kernel, 1.9 (Reads) and
 # 3.2 (Writes) on the debug kernel (KASAN, lockdep, about ten times
@@ -81,13 +81,13 @@ CASES=(
 # segments of a Read stream on the debug kernel), and they do not count
 # against the five in a hundred (what siw could have prevented).
 # write_bw_packed posts its 64-byte Writes 16 at a time (-l 16: one
-# ibv_post_send(), one doorbell): since patch 0065 siw sends the small
+# ibv_post_send(), one doorbell): since patch 0066 siw sends the small
 # FPDU of each message with MSG_MORE when the next one is already queued,
 # so TCP packs them into one segment, every segment still starting with an
-# FPDU (about 10 per packet measured; one per packet before 0065).
+# FPDU (about 10 per packet measured; one per packet before 0066).
 # A name starting with "odd:" runs with an MTU of 1499 on both veth ends
 # (restored afterwards): an MSS of 1447, not a multiple of 8, so siw's
-# FPDUs (1440 bytes) do not fill a segment; patches 0063, 0064 and 0065
+# FPDUs (1440 bytes) do not fill a segment; patches 0064, 0065 and 0066
 # must then fall back to one FPDU per segment: no packet longer than the
 # MSS (a batch of such FPDUs would also cut them across segments: the
 # alignment check above).
