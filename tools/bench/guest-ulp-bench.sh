@@ -120,12 +120,16 @@ fio_point() {
 	test=$proto.${rw}_${bs}_qd$qd
 	json=$LOGS/$test-$kind-r$rep.json
 	SEQ=$((SEQ + 1))
-	fio --name="$test" --filename="$file" --direct=1 --ioengine=libaio \
+	local perf=()
+	[ "${BENCH_ULP_PERF:-0}" != 1 ] ||
+		perf=(perf record -q -a -g -e cpu-clock -F 999 -o "/tmp/perf-$test-$kind-r$rep.data" --)
+	"${perf[@]}" fio --name="$test" --filename="$file" --direct=1 --ioengine=libaio \
 		--rw="$rw" --bs="$bs" --iodepth="$qd" --size="${BENCH_ULP_FILE_MB}M" \
 		--time_based --runtime="$BENCH_ULP_RUNTIME" --ramp_time="$BENCH_ULP_RAMP" \
 		--norandommap --randrepeat=0 --output-format=json --output="$json" \
 		>>"$LOG" 2>&1
 	rc=$?
+	[ ${#perf[@]} = 0 ] || perf_reports "/tmp/perf-$test-$kind-r$rep.data" "$LOGS/perf-$test-$kind-r$rep"
 	out=$(python3 "$TOP/tools/bench/fio_numbers.py" "$json" 2>&1)
 	if [ $rc != 0 ] || [ -z "$out" ] || [[ $out == error* ]]; then
 		FAILS=$((FAILS + 1))
@@ -140,6 +144,17 @@ fio_point() {
 	sample "$rep" "$kind" "$test" "$(bs_bytes "$bs")" clat_mean_us "$mean" us
 	sample "$rep" "$kind" "$test" "$(bs_bytes "$bs")" clat_p99_us "$p99" us
 	say "$kind $test: $iops IOPS, $mib MiB/s, clat mean $mean us, p99 $p99 us"
+}
+# perf_reports DATA PREFIX: flat profiles of a BENCH_ULP_PERF run: per
+# command (PREFIX-comm.txt), per command and symbol (PREFIX.txt), and
+# inclusive per symbol (PREFIX-children.txt); the data file removed
+perf_reports() {
+	perf report -i "$1" --no-children --sort comm -g none --stdio >"$2-comm.txt" 2>&1
+	perf report -i "$1" --no-children --sort comm,sym -g none --percent-limit 0.3 \
+		--stdio >"$2.txt" 2>&1
+	perf report -i "$1" --children --sort sym -g none --percent-limit 1 \
+		--stdio >"$2-children.txt" 2>&1
+	rm -f "$1"
 }
 bs_bytes() {
 	case $1 in
@@ -223,6 +238,7 @@ order() {
 	echo "siwx module: $KO_siwx version '$(modinfo -F version "$KO_siwx")'"
 	echo "upstream module: $KO_upstream"
 	echo "jobs: $BENCH_ULP_JOBS; ${BENCH_ULP_RUNTIME}s each after ${BENCH_ULP_RAMP}s ramp; file ${BENCH_ULP_FILE_MB} MiB"
+	[ "${BENCH_ULP_PERF:-0}" != 1 ] || echo "perf: $(perf --version 2>&1) (every job under perf record)"
 } >"$INFO"
 say "mode $MODE: $BENCH_ULP_REPS repetitions; NVMe: $BENCH_ULP_NVME_KINDS; NFS: $BENCH_ULP_NFS_KINDS"
 
@@ -252,7 +268,9 @@ target_down >>"$LOG" 2>&1 || say "nvmet target teardown failed"
 
 # NFS: the same disk as an ext4 export, the file the jobs use laid out
 # on the server; siwx's devices there when the RDMA listener starts
-if kind_up siwx >>"$LOG" 2>&1 && server_up >>"$LOG" 2>&1 &&
+if [ -z "$BENCH_ULP_NFS_KINDS" ]; then
+	say "NFS: no kinds, skipped"
+elif kind_up siwx >>"$LOG" 2>&1 && server_up >>"$LOG" 2>&1 &&
    dd if=/dev/urandom of="$EXPORT/bench.dat" bs=1M count="$BENCH_ULP_FILE_MB" conv=fsync status=none; then
 	for ((rep = 1; rep <= BENCH_ULP_REPS; rep++)); do
 		# shellcheck disable=SC2086 # kinds are words
@@ -265,7 +283,7 @@ else
 		for kind in $BENCH_ULP_NFS_KINDS; do na_points "$rep" "$kind" nfs "NFS server setup failed"; done
 	done
 fi
-server_down >>"$LOG" 2>&1 || say "NFS server teardown failed"
+[ -z "$BENCH_ULP_NFS_KINDS" ] || server_down >>"$LOG" 2>&1 || say "NFS server teardown failed"
 
 links_del >>"$LOG" 2>&1
 net_down >>"$LOG" 2>&1

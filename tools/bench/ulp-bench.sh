@@ -12,6 +12,12 @@
 #   KVER=...          guest kernel (default: tools/vm/run's default)
 #   BENCH_OUT=DIR     report directory (default build/bench-ulp)
 #   BENCH_QUIET=1     do not stream the guest console
+#   BENCH_ULP_NVME_KINDS, BENCH_ULP_NFS_KINDS, BENCH_ULP_JOBS
+#                     narrow what is run (bench.conf; "" skips a protocol)
+#   BENCH_ULP_PERF=1  profile: every fio job under `perf record -a -g`
+#                     (both ends, all contexts); flat reports per job and
+#                     kind in logs/perf-*.txt. perf costs throughput: the
+#                     numbers of such a run are not the bench's
 #
 # Needs build/siwx/siw.ko, build/upstream/siw.ko (make modules); in the
 # guest Debian's nvme-cli, fio, nfs-kernel-server (make deps); gnuplot for
@@ -56,6 +62,7 @@ rm -rf "$OUT"/samples.csv "$OUT"/ulp-report.md "$OUT"/ulp-summary.csv "$OUT"/ulp
 	echo "ulp_ramp=$BENCH_ULP_RAMP"
 	echo "ulp_disk_mb=$BENCH_ULP_DISK_MB"
 	echo "ulp_file_mb=$BENCH_ULP_FILE_MB"
+	echo "ulp_perf=${BENCH_ULP_PERF:-0}"
 } >"$OUT/meta.txt"
 {
 	bench_machine "$TOP"
@@ -70,7 +77,9 @@ VMOUT=$TOP/build/vm/results/bench-ulp-$BENCH
 rm -rf "$VMOUT"
 echo "ulp-bench: BENCH=$BENCH: $BENCH_ULP_REPS repetitions, $n_points points; one VM (limit ${TIMEOUT}s), results in $VMOUT"
 bench_vm ulp-bench ulp-bench \
-	-- bash "$TOP/tools/bench/guest-ulp-bench.sh" "$BENCH" "$BENCH_ULP_REPS"
+	-- env BENCH_ULP_NVME_KINDS="$BENCH_ULP_NVME_KINDS" BENCH_ULP_NFS_KINDS="$BENCH_ULP_NFS_KINDS" \
+	BENCH_ULP_JOBS="$BENCH_ULP_JOBS" BENCH_ULP_PERF="${BENCH_ULP_PERF:-0}" \
+	bash "$TOP/tools/bench/guest-ulp-bench.sh" "$BENCH" "$BENCH_ULP_REPS"
 "$PY" "$TOP/tools/bench/ulp-report.py" "$OUT" || { [ "$RC" != 0 ] || RC=1; }
 [ -s "$OUT/ulp-report.md" ] && cat "$OUT/ulp-report.md"
 echo "ulp-bench: BENCH=$BENCH took ${SECS}s; report $OUT/ulp-report.md, plot $OUT/ulp-ratio.png"
