@@ -145,15 +145,18 @@ fio_point() {
 	sample "$rep" "$kind" "$test" "$(bs_bytes "$bs")" clat_p99_us "$p99" us
 	say "$kind $test: $iops IOPS, $mib MiB/s, clat mean $mean us, p99 $p99 us"
 }
-# perf_reports DATA PREFIX: flat profiles of a BENCH_ULP_PERF run: per
-# command (PREFIX-comm.txt), per command and symbol (PREFIX.txt), and
-# inclusive per symbol (PREFIX-children.txt); the data file removed
+# perf_reports DATA PREFIX: the profiles of a BENCH_ULP_PERF run: per
+# command (PREFIX-comm.txt), per command and symbol (PREFIX.txt),
+# inclusive per symbol (PREFIX-children.txt) and the callers of every
+# symbol above 1 % (PREFIX-callers.txt); the data file removed
 perf_reports() {
 	perf report -i "$1" --no-children --sort comm -g none --stdio >"$2-comm.txt" 2>&1
 	perf report -i "$1" --no-children --sort comm,sym -g none --percent-limit 0.3 \
 		--stdio >"$2.txt" 2>&1
 	perf report -i "$1" --children --sort sym -g none --percent-limit 1 \
 		--stdio >"$2-children.txt" 2>&1
+	perf report -i "$1" --no-children --sort sym -g caller,0.5,callee --percent-limit 1 \
+		--stdio >"$2-callers.txt" 2>&1
 	rm -f "$1"
 }
 bs_bytes() {
