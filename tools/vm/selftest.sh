@@ -14,6 +14,8 @@
 #             (SIWX_VM_TEST_DIE_EARLY): single, and VM b of a pair
 # --full adds:
 #   timeout   a hanging command hits the guest limit (-> 124), teardown runs
+#   hang      a guest that cannot end its command (PID 1 frozen): the
+#             monitor dump and SysRq output before the hard limit (-> 124)
 #   netns     ib_send_bw -R with siw1 in its own namespace (--netns)
 # --quick runs basic, status and oops only.
 #
@@ -126,6 +128,17 @@ if [ "$LEVEL" = full ]; then
 	check timeout 124 --timeout 45 -- 'sleep 1000 & sleep 1000'
 	expect timeout "$BASE/timeout/verdict" 'timed out'
 	expect timeout "$BASE/timeout/dmesg.txt" 'SoftiWARP detached'
+
+	# --- hang: a guest whose guest-run (PID 1) is frozen never ends its
+	# command; 15 s before the hard limit run asks QEMU's monitor what it
+	# does and sends SysRq l and w
+	check hang 124 --timeout 90 -- 'mount -t cgroup2 none /sys/fs/cgroup &&
+		mkdir /sys/fs/cgroup/hang && echo 1 > /sys/fs/cgroup/hang/cgroup.procs &&
+		echo 1 > /sys/fs/cgroup/hang/cgroup.freeze; sleep 1000'
+	expect hang "$BASE/hang/hang-dump.txt" 'VM status: running'
+	expect hang "$BASE/hang/hang-dump.txt" '^RIP='
+	expect hang "$BASE/hang/console.log" 'sysrq: Show Blocked State'
+	expect hang "$BASE/hang/vm-verdict" 'hang-dump.txt'
 
 	# --- netns: siw1 in its own namespace, traffic over the veth pair
 	check netns 0 --timeout 300 --netns -- tools/vm/perftest-run single ib_send_bw
