@@ -1070,6 +1070,21 @@ static int kt_modifier_fn(void *arg)
 	kthread_complete_and_exit(&m->done, 0);
 }
 
+/*
+ * A turn of a polling loop that saw no completion: -ETIMEDOUT once
+ * nothing progressed for timeout_ms since last, -EINTR on SIGKILL,
+ * otherwise 0 after a short sleep.
+ */
+static int kt_idle(unsigned long last)
+{
+	if (time_after(jiffies, last + msecs_to_jiffies(timeout_ms)))
+		return -ETIMEDOUT;
+	if (fatal_signal_pending(current))
+		return -EINTR;
+	usleep_range(10, 30);
+	return 0;
+}
+
 static bool kt_modifier_start(struct kt_modifier *m)
 {
 	struct task_struct *t;
@@ -1084,10 +1099,14 @@ static bool kt_modifier_start(struct kt_modifier *m)
 	return true;
 }
 
-static void kt_modifier_stop(struct kt_modifier *m)
+/* stop it; false (and a diagnostic naming what) if a modify failed */
+static bool kt_modifier_stop(struct kt_modifier *m, const char *what)
 {
 	atomic_set(&m->stop, 1);
 	wait_for_completion(&m->done);
+	if (m->err)
+		kt_diag("%s: %d", what, m->err);
+	return !m->err;
 }
 
 /*
@@ -1182,24 +1201,16 @@ static bool kt_post_during_modify(struct kt_conn *c, struct kt_buf *txb,
 		}
 		if (progress) {
 			last = jiffies;
-		} else if (time_after(jiffies, last +
-				      msecs_to_jiffies(timeout_ms))) {
-			kt_diag("no progress for %u ms: %u posted, %u sent, %u received",
+		} else if (kt_idle(last)) {
+			kt_diag("no progress for %u ms (or killed): %u posted, %u sent, %u received",
 				timeout_ms, posted, sent, recvd);
 			ok = false;
-		} else if (fatal_signal_pending(current)) {
-			ok = false;
-		} else {
-			usleep_range(10, 30);
 		}
 	}
-	kt_modifier_stop(m);
+	if (!kt_modifier_stop(m, "ib_modify_qp(IB_QP_ACCESS_FLAGS)"))
+		ok = false;
 	kt_diag("post_during_modify: %u Sends posted, %u received, %lu modifies of the access flags beside them",
 		posted, recvd, m->modifies);
-	if (m->err) {
-		kt_diag("ib_modify_qp(IB_QP_ACCESS_FLAGS): %d", m->err);
-		ok = false;
-	}
 	if (ok && m->modifies < KT_RACE_MIN_MODS) {
 		kt_diag("only %lu modifies: the posts were not raced",
 			m->modifies);
@@ -1293,22 +1304,14 @@ static bool kt_post_racing_error_round(unsigned int delay_us,
 		}
 		if (progress) {
 			last = jiffies;
-		} else if (time_after(jiffies, last +
-				      msecs_to_jiffies(timeout_ms))) {
-			kt_diag("no completion for %u ms: %u Writes posted, %u completed (%u flushed)",
+		} else if (kt_idle(last)) {
+			kt_diag("no completion for %u ms (or killed): %u Writes posted, %u completed (%u flushed)",
 				timeout_ms, posted, done, flushed);
 			ok = false;
-		} else if (fatal_signal_pending(current)) {
-			ok = false;
-		} else {
-			usleep_range(5, 20);
 		}
 	}
-	kt_modifier_stop(m);
-	if (m->err) {
-		kt_diag("ib_modify_qp(IB_QPS_ERR): %d", m->err);
+	if (!kt_modifier_stop(m, "ib_modify_qp(IB_QPS_ERR)"))
 		ok = false;
-	}
 	if (ok && !flushed) {
 		kt_diag("all %u Writes completed before the QP went to ERROR",
 			posted);
