@@ -7,16 +7,19 @@
 # (iscsid, iscsiadm, ib_iser) on 192.168.79.2 (vn1, siwn1), policy routing
 # in between (selftests/lib/ulp.sh). TAP output.
 #
-# Tests: the target with its portal's iSER enabled, discovery, login over
-# the iser interface, the session's transport and the QPs on the two siwx
-# devices, fio with --verify=crc32c, logout, the teardown.
+# Tests: the iWARP port mapper, the target with its portal's iSER
+# enabled, discovery, login over the iser interface, the session's
+# transport, its TCP connection on the mapped port and the QPs on the two
+# siwx devices, fio with --verify=crc32c (random 4 KiB and sequential
+# 128 KiB writes, each read back), logout, the teardown.
 #
-# Known to fail (default=off): LIO adds iSER to a network portal that
-# already listens for iSCSI/TCP on the same address and port, and iWARP's
-# listener is a TCP listener in the same port space: ib_isert's
-# rdma_listen() fails with EADDRINUSE ("Cannot change iser"). siw opts
-# out of the iWARP port mapper (IW_F_NO_PORT_MAP); see
-# Documentation/ulps.md.
+# LIO adds iSER to a network portal that already listens for iSCSI/TCP on
+# the same address and port, and an iWARP listener is a TCP listener in
+# the same port space. siwx's module parameter port_map lets Debian's
+# iwpmd map the port of ib_isert's listener to one it reserves, siw binds
+# over the reservation, and the initiator's IWCM learns the mapped port
+# from iwpmd (Documentation/ulps.md). Without it, rdma_listen() fails with
+# EADDRINUSE ("Cannot change iser").
 #
 # Environment: SIWX_RESULTS (logs), ISER_FIO_SIZE (8M).
 
@@ -32,8 +35,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PATH=$PATH:/usr/sbin:/sbin
 
 TESTS=(
-	setup.modules setup.network setup.target discovery login path.veth
-	fio.randwrite_4k_qd16 logout cleanup
+	setup.modules setup.portmap setup.network setup.target discovery login
+	path.veth path.mapped_port fio.randwrite_4k_qd16 fio.write_128k_qd4
+	logout cleanup
 )
 echo "TAP version 13"
 echo "1..${#TESTS[@]}"
@@ -43,12 +47,28 @@ echo "1..${#TESTS[@]}"
 . "$HERE/../lib/ulp.sh"
 : >"$LOG"
 
-for t in targetcli iscsid iscsiadm dbus-daemon fio; do
-	command -v "$t" >/dev/null || skip_rest "$t missing (make deps: targetcli-fb, open-iscsi, fio)"
+for t in targetcli iscsid iscsiadm dbus-daemon fio iwpmd; do
+	command -v "$t" >/dev/null || skip_rest "$t missing (make deps: targetcli-fb, open-iscsi, fio, rdma-core)"
 done
-MODS=(brd target_core_mod target_core_iblock iscsi_target_mod ib_isert ib_iser)
+MODS=(brd target_core_mod target_core_iblock iscsi_target_mod ib_isert ib_iser sd_mod)
 check setup.modules load_modules "${MODS[@]}"
 [ "$fails" = 0 ] || skip_rest "modules missing"
+# Debian's iwpmd (it daemonizes; iw_cm asks it over netlink), and the
+# siwx devices added below take part in port mapping
+portmap_up() {
+	[ -w /sys/module/siw/parameters/port_map ] || { echo "siw has no port_map parameter"; return 1; }
+	echo 1 >/sys/module/siw/parameters/port_map || return 1
+	iwpmd || return 1
+	local i
+	for i in $(seq 50); do
+		pgrep -x iwpmd >/dev/null && ss -lun | grep -q ':3935 ' && return 0
+		sleep 0.1
+	done
+	echo "iwpmd is not listening on UDP port 3935"
+	return 1
+}
+check setup.portmap portmap_up
+[ "$fails" = 0 ] || skip_rest "no port mapping"
 check setup.network net_up
 [ "$fails" = 0 ] || skip_rest "network setup failed"
 
@@ -75,7 +95,9 @@ target_up() {
 	tcli ls
 }
 target_down() {
-	targetcli clearconfig confirm=True
+	targetcli clearconfig confirm=True || return 1
+	# the fabric's configfs group holds iscsi_target_mod
+	[ ! -d /sys/kernel/config/target/iscsi ] || rmdir /sys/kernel/config/target/iscsi
 }
 if target_up >>"$LOG" 2>&1; then
 	ok setup.target
@@ -86,6 +108,7 @@ else
 fi
 [ "$fails" = 0 ] || { target_down >>"$LOG" 2>&1; net_down; skip_rest "target setup failed"; }
 
+mkdir -p /run/lock/iscsi
 iscsid >>"$LOG" 2>&1
 sleep 1
 if iscsiadm -m discovery -t st -p "$TA:3260" -I iser >"$OUT/iser-discovery.txt" 2>&1 &&
@@ -113,6 +136,18 @@ say "session: $(iscsiadm -m session 2>&1 | head -n 1), disk ${DEV:-none}"
 
 path_test "the session"
 
+# The iSER connection: from the initiator to the port iwpmd mapped the
+# portal's to, while the portal's iSCSI/TCP listener keeps $TA:3260
+mapped_port() {
+	local conns
+	ss -ltn | tee -a "$LOG" | grep -q " $TA:3260 " || { echo "no TCP listener on $TA:3260"; return 1; }
+	conns=$(ss -tnH state established "( src $HA )" | tee -a "$LOG" | awk -v ta="$TA" '$4 ~ "^"ta":" { print $4 }')
+	say "iSER connection(s) to: ${conns:-none}"
+	[ -n "$conns" ] || return 1
+	! echo "$conns" | grep -q ":3260\$"
+}
+check path.mapped_port mapped_port
+
 fio_dev() {
 	[ -b "$DEV" ] || return 1
 	fio_run "$OUT/fio-iser.json" --name=iser --filename="$DEV" --direct=1 --ioengine=libaio \
@@ -120,6 +155,13 @@ fio_dev() {
 		--verify=crc32c --do_verify=1 --verify_fatal=1
 }
 check fio.randwrite_4k_qd16 fio_dev
+fio_seq() {
+	[ -b "$DEV" ] || return 1
+	fio_run "$OUT/fio-iser-seq.json" --name=iser-seq --filename="$DEV" --direct=1 --ioengine=libaio \
+		--rw=write --bs=128k --iodepth=4 --size="$FSIZE" \
+		--verify=crc32c --do_verify=1 --verify_fatal=1
+}
+check fio.write_128k_qd4 fio_seq
 logout() {
 	iscsiadm -m node -T "$IQN" -p "$TA:3260" -I iser --logout || return 1
 	! iscsiadm -m session >/dev/null 2>&1
@@ -132,8 +174,13 @@ cleanup() {
 	target_down || rc=1
 	[ -z "$DBUS_PID" ] || kill "$DBUS_PID"
 	net_down
+	# after the listener is gone: iw_cm tells iwpmd to drop its mapping
+	pkill -x iwpmd
+	echo 0 >/sys/module/siw/parameters/port_map
 	sleep 1
-	unload_modules ib_iser ib_isert iscsi_target_mod target_core_iblock target_core_mod brd || rc=1
+	# targetcli loads every backstore module it knows
+	unload_modules ib_iser ib_isert iscsi_target_mod target_core_iblock \
+		target_core_file target_core_pscsi target_core_user target_core_mod brd || rc=1
 	return $rc
 }
 check cleanup cleanup
