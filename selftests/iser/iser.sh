@@ -67,6 +67,12 @@ portmap_up() {
 	echo "iwpmd is not listening on UDP port 3935"
 	return 1
 }
+# the suites after this one in the same VM must not meet a port mapper
+portmap_down() {
+	pkill -x iwpmd
+	[ ! -w /sys/module/siw/parameters/port_map ] || echo 0 >/sys/module/siw/parameters/port_map
+}
+trap portmap_down EXIT
 check setup.portmap portmap_up
 [ "$fails" = 0 ] || skip_rest "no port mapping"
 check setup.network net_up
@@ -175,8 +181,7 @@ cleanup() {
 	[ -z "$DBUS_PID" ] || kill "$DBUS_PID"
 	net_down
 	# after the listener is gone: iw_cm tells iwpmd to drop its mapping
-	pkill -x iwpmd
-	echo 0 >/sys/module/siw/parameters/port_map
+	portmap_down
 	sleep 1
 	# targetcli loads every backstore module it knows
 	unload_modules ib_iser ib_isert iscsi_target_mod target_core_iblock \
