@@ -98,12 +98,13 @@ upstream: stage
 	$(MAKE) -C $(KDIR) M=$(UPSTREAM_SRC) CONFIG_RDMA_SIW=m modules
 	@cp -p $(UPSTREAM_SRC)/siw.ko $(BUILD)/upstream/siw.ko
 
-# rdma_cm.ko with patches/linux-cma (IP CM Service annex rejects), for the VMs
+# rdma_cm.ko and iw_cm.ko with patches/linux-cma (the port mapper's
+# registration fix, IP CM Service annex rejects), for the VMs
 rdma_cm: stage
 	@test -n "$(KVER)" -a -d "$(KDIR)" || { echo "no kernel headers for '$(KVER)' (make deps)"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(RDMA_CM_SRC) W=1 modules
-	@cp -p $(RDMA_CM_SRC)/rdma_cm.ko $(BUILD)/rdma_cm/rdma_cm.ko
-	@echo "  RDMA_CM $(BUILD)/rdma_cm/rdma_cm.ko"
+	@cp -p $(RDMA_CM_SRC)/rdma_cm.ko $(RDMA_CM_SRC)/iw_cm.ko $(BUILD)/rdma_cm/
+	@echo "  RDMA_CM $(BUILD)/rdma_cm/rdma_cm.ko $(BUILD)/rdma_cm/iw_cm.ko"
 
 # the kernel ULP test module of suite kulp, against the same headers as siwx
 ktest: $(DEPS_OK)

@@ -234,8 +234,9 @@ else
 fi
 
 # --- the rdma_cm series (patches/linux-cma) ---------------------------
-# The same for the RDMA core's cma: each prefix on the pristine core
-# files builds rdma_cm.ko (W=1, -Werror), each patch checkpatch --strict.
+# The same for the RDMA core's CMs: each prefix on the pristine core
+# files builds rdma_cm.ko and iw_cm.ko (W=1, -Werror), each patch
+# checkpatch --strict.
 cdir=$top/patches/linux-cma
 if [ -f "$cdir/series" ]; then
 	cwork=$work/cma
@@ -243,6 +244,8 @@ if [ -f "$cdir/series" ]; then
 	rm -rf "$cwork"
 	mkdir -p "$core"
 	cp "$pristine/drivers/infiniband/core"/cma*.c \
+		"$pristine/drivers/infiniband/core"/iwcm.c \
+		"$pristine/drivers/infiniband/core"/iwpm_*.c \
 		"$pristine/drivers/infiniband/core"/*.h "$core/"
 	cp "$top/tools/rdma_cm/Kbuild" "$core/Kbuild"
 	cpatches=()
@@ -277,6 +280,6 @@ if [ -f "$cdir/series" ]; then
 		[ $b_rc = 0 ] || { grep -E 'error|warning' "$cwork.log" | head -n 20 | indent; }
 		[ $cp_rc = 0 ] && [ $b_rc = 0 ] || fail=1
 	done
-	[ $fail = 0 ] && echo "  CMA     ok: each of the $cn prefixes builds rdma_cm.ko, every patch checkpatch --strict clean"
+	[ $fail = 0 ] && echo "  CMA     ok: each of the $cn prefixes builds rdma_cm.ko and iw_cm.ko, every patch checkpatch --strict clean"
 fi
 exit $fail

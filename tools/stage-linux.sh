@@ -103,10 +103,11 @@ done
 cp "$top/Kbuild" "$scratch/siwx/drivers/infiniband/sw/siw/Kbuild"
 sync_tree "$scratch/siwx" "$build/siwx/src"
 
-# --- 4. rdma_cm: the RDMA core's cma with patches/linux-cma -----------------
+# --- 4. rdma_cm, iw_cm: the RDMA core's CMs with patches/linux-cma ---------
 core=drivers/infiniband/core
 mkdir -p "$scratch/rdma_cm/$core" "$build/rdma_cm/src"
-cp "$pristine/$core"/cma*.c "$pristine/$core"/*.h "$scratch/rdma_cm/$core/"
+cp "$pristine/$core"/cma*.c "$pristine/$core"/iwcm.c "$pristine/$core"/iwpm_*.c \
+	"$pristine/$core"/*.h "$scratch/rdma_cm/$core/"
 apply_series linux-cma "$scratch/rdma_cm"
 cp "$top/tools/rdma_cm/Kbuild" "$scratch/rdma_cm/$core/Kbuild"
 sync_tree "$scratch/rdma_cm" "$build/rdma_cm/src"

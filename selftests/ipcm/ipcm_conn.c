@@ -19,7 +19,7 @@
  *	   rejected status=N pdata_len=N pdata=TEXT ari=HEX|-
  *	ari: the Additional Rejection Information of a consumer reject
  *	(IB/RoCE) as librdmacm's rdma_consumer_reject_ari() returns it
- *	(patches/rdma-core 0013): with patches/linux-cma 0003, what
+ *	(patches/rdma-core 0013): with patches/linux-cma 0004, what
  *	follows the 148 bytes of the REJ's private data.
  *
  * Uses librdmacm's event channel API (what a portable application uses):
@@ -264,7 +264,7 @@ static int client(const char *addr, const char *port, const char *src)
 	if (ev->event == RDMA_CM_EVENT_REJECTED) {
 		/*
 		 * IB/RoCE: the REJ's 148 bytes of private data, then, with
-		 * patches/linux-cma 0003, the Additional Rejection
+		 * patches/linux-cma 0004, the Additional Rejection
 		 * Information of a consumer reject (the annex's format)
 		 */
 		const unsigned char *pd = ev->param.conn.private_data;

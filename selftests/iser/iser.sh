@@ -11,7 +11,9 @@
 # enabled, discovery, login over the iser interface, the session's
 # transport, its TCP connection on the mapped port and the QPs on the two
 # siwx devices, fio with --verify=crc32c (random 4 KiB and sequential
-# 128 KiB writes, each read back), logout, the teardown.
+# 128 KiB writes, each read back), rmmod siw with the session logged in,
+# siw back and the session logged in again by open-iscsi's recovery, the
+# data read back over it, logout, the teardown.
 #
 # LIO adds iSER to a network portal that already listens for iSCSI/TCP on
 # the same address and port, and an iWARP listener is a TCP listener in
@@ -21,7 +23,11 @@
 # from iwpmd (Documentation/ulps.md). Without it, rdma_listen() fails with
 # EADDRINUSE ("Cannot change iser").
 #
-# Environment: SIWX_RESULTS (logs), ISER_FIO_SIZE (8M).
+# Usage (guest.sh): iser.sh IW_CM_KO (build/rdma_cm/iw_cm.ko, with the
+# port mapper's registration fix; Debian's is back when the suite ends)
+# Environment: SIWX_RESULTS (logs), ISER_FIO_SIZE (8M), ISER_PORTMAP_CYCLES
+# (10), ISER_IW_CM (instead of IW_CM_KO; "stock": Debian's iw_cm, to show
+# the registration race).
 
 set -u
 OUT=${SIWX_RESULTS:-${TMPDIR:-/tmp}}
@@ -35,9 +41,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PATH=$PATH:/usr/sbin:/sbin
 
 TESTS=(
-	setup.modules setup.portmap setup.network setup.target discovery login
+	setup.iw_cm setup.modules setup.portmap setup.network portmap.restart_cycles
+	setup.target discovery login
 	path.veth path.mapped_port fio.randwrite_4k_qd16 fio.write_128k_qd4
-	logout cleanup
+	rmmod_siw_logged_in relogin fio.verify_after_relogin logout cleanup
+	stock_iw_cm
 )
 echo "TAP version 13"
 echo "1..${#TESTS[@]}"
@@ -47,146 +55,99 @@ echo "1..${#TESTS[@]}"
 . "$HERE/../lib/ulp.sh"
 : >"$LOG"
 
-for t in targetcli iscsid iscsiadm dbus-daemon fio iwpmd; do
-	command -v "$t" >/dev/null || skip_rest "$t missing (make deps: targetcli-fb, open-iscsi, fio, rdma-core)"
+# shellcheck source=selftests/iser/iser_lib.sh
+. "$HERE/iser_lib.sh"
+
+for t in $ISER_TOOLS; do
+	command -v "$t" >/dev/null || skip_rest "$t missing (make deps: targetcli-fb, open-iscsi, fio, rdma-core, rdmacm-utils)"
 done
-MODS=(brd target_core_mod target_core_iblock iscsi_target_mod ib_isert ib_iser sd_mod)
-check setup.modules load_modules "${MODS[@]}"
+IW_CM_KO=${ISER_IW_CM:-${1:-}}
+check setup.iw_cm swap_iw_cm "${IW_CM_KO:?usage: iser.sh IW_CM_KO}"
+[ "$fails" = 0 ] || skip_rest "the patched iw_cm did not load"
+check setup.modules load_modules "${TARGET_MODS[@]}" "${INITIATOR_MODS[@]}"
 [ "$fails" = 0 ] || skip_rest "modules missing"
-# Debian's iwpmd (it daemonizes; iw_cm asks it over netlink), and the
-# siwx devices added below take part in port mapping
-portmap_up() {
-	[ -w /sys/module/siw/parameters/port_map ] || { echo "siw has no port_map parameter"; return 1; }
-	echo 1 >/sys/module/siw/parameters/port_map || return 1
-	iwpmd || return 1
-	local i
-	for i in $(seq 50); do
-		pgrep -x iwpmd >/dev/null && ss -lun | grep -q ':3935 ' && return 0
-		sleep 0.1
-	done
-	echo "iwpmd is not listening on UDP port 3935"
-	return 1
-}
 # the suites after this one in the same VM must not meet a port mapper
-portmap_down() {
-	pkill -x iwpmd
-	[ ! -w /sys/module/siw/parameters/port_map ] || echo 0 >/sys/module/siw/parameters/port_map
-}
 trap portmap_down EXIT
-check setup.portmap portmap_up
+check setup.portmap portmap_up on
 [ "$fails" = 0 ] || skip_rest "no port mapping"
 check setup.network net_up
 [ "$fails" = 0 ] || skip_rest "network setup failed"
 
-# targetcli-fb 2.1.53 asks the D-Bus system bus for tcmu-runner's user
-# backstores and fails without one: a private bus, only for it
-DBUS_PID=
-dbus_up() {
-	local sock=/run/siwx-iser-dbus.sock
-	DBUS_PID=$(dbus-daemon --session --address="unix:path=$sock" --fork --print-pid) || return 1
-	export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$sock
-}
-tcli() { echo "targetcli $*"; targetcli "$@"; }
-target_up() {
-	local t=/iscsi/$IQN/tpg1
-	dbus_up || return 1
-	tcli set global auto_save_on_exit=false auto_add_default_portal=false || return 1
-	tcli /backstores/block create name=ram0 dev=/dev/ram0 || return 1
-	tcli /iscsi create "$IQN" || return 1
-	tcli "$t/luns" create /backstores/block/ram0 || return 1
-	tcli "$t" set attribute authentication=0 demo_mode_write_protect=0 \
-		generate_node_acls=1 cache_dynamic_acls=1 || return 1
-	tcli "$t/portals" create "$TA" 3260 || return 1
-	tcli "$t/portals/$TA:3260" enable_iser boolean=true || return 1
-	tcli ls
-}
-target_down() {
-	targetcli clearconfig confirm=True || return 1
-	# the fabric's configfs group holds iscsi_target_mod
-	[ ! -d /sys/kernel/config/target/iscsi ] || rmdir /sys/kernel/config/target/iscsi
-}
-if target_up >>"$LOG" 2>&1; then
-	ok setup.target
-elif dmesg | grep -q 'isert_setup_id: rdma_listen() failed: -98'; then
-	nok setup.target "ib_isert: rdma_listen() failed with EADDRINUSE: the portal's iSCSI/TCP listener holds $TA:3260 (see $LOG)"
-else
-	nok setup.target "target_up failed (see $LOG)"
-fi
-[ "$fails" = 0 ] || { target_down >>"$LOG" 2>&1; net_down; skip_rest "target setup failed"; }
-
-mkdir -p /run/lock/iscsi
-iscsid >>"$LOG" 2>&1
-sleep 1
-if iscsiadm -m discovery -t st -p "$TA:3260" -I iser >"$OUT/iser-discovery.txt" 2>&1 &&
-   grep -q "$IQN" "$OUT/iser-discovery.txt"; then
-	ok discovery
-else
-	nok discovery "iscsiadm discovery over iser did not list $IQN:"
-	sed 's/^/#   /' "$OUT/iser-discovery.txt" | tail -n 8
-fi
-
-DEV=
-login() {
-	iscsiadm -m node -T "$IQN" -p "$TA:3260" -I iser --login || return 1
-	local i
-	for i in $(seq 100); do
-		DEV=$(iscsiadm -m session -P 3 2>/dev/null | sed -n 's/.*Attached scsi disk \([a-z]*\).*/\1/p' | head -n 1)
-		[ -n "$DEV" ] && [ -b "/dev/$DEV" ] && { DEV=/dev/$DEV; break; }
-		sleep 0.2
+# iwpmd restarted ISER_PORTMAP_CYCLES times, an rdma_listen() (Debian's
+# rping) after each: the first mapping after a start registers iw_cm with
+# iwpmd, the request that Debian's iw_cm races with iwpmd's answer (a NULL
+# pointer dereference in iwpm_register_pid_cb()). iwpmd and rping share
+# CPU 0, so that iwpmd, woken by the request, may run before the thread
+# that sent it goes on. Each listener must get a mapped port.
+restart_cycles() {
+	local i j mapped=0 pid PIN="taskset -c 0"
+	for i in $(seq "${ISER_PORTMAP_CYCLES:-10}"); do
+		pkill -x iwpmd
+		for j in $(seq 50); do pgrep -x iwpmd >/dev/null || break; sleep 0.1; done
+		portmap_up on || return 1
+		$PIN rping -s -a "$TA" -p 7999 >/dev/null 2>&1 &
+		pid=$!
+		for j in $(seq 50); do
+			if ss -ltnH | awk -v ta="$TA" '$4 ~ "^"ta":" && $4 !~ ":(3260|7999)$"' | grep -q .; then
+				mapped=$((mapped + 1))
+				break
+			fi
+			sleep 0.1
+		done
+		kill "$pid"
+		wait "$pid" 2>/dev/null
 	done
-	[ -b "$DEV" ] || return 1
-	iscsiadm -m session -P 1 | tee -a "$OUT/iser-session.txt" | grep -q "iface.transport_name: iser\|Iface Transport: iser"
+	say "$mapped of $i listeners on a mapped port, iwpmd restarted before each"
+	[ "$mapped" = "$i" ]
 }
+check portmap.restart_cycles restart_cycles
+check setup.target target_up ||
+	{ target_down >>"$LOG" 2>&1; net_down; skip_rest "target setup failed"; }
+
+initiator_up >>"$LOG" 2>&1
+discovery_test
 check login login
-say "session: $(iscsiadm -m session 2>&1 | head -n 1), disk ${DEV:-none}"
-
 path_test "the session"
-
-# The iSER connection: from the initiator to the port iwpmd mapped the
-# portal's to, while the portal's iSCSI/TCP listener keeps $TA:3260
-mapped_port() {
-	local conns
-	ss -ltn | tee -a "$LOG" | grep -q " $TA:3260 " || { echo "no TCP listener on $TA:3260"; return 1; }
-	conns=$(ss -tnH state established "( src $HA )" | tee -a "$LOG" | awk -v ta="$TA" '$4 ~ "^"ta":" { print $4 }')
-	say "iSER connection(s) to: ${conns:-none}"
-	[ -n "$conns" ] || return 1
-	! echo "$conns" | grep -q ":3260\$"
-}
 check path.mapped_port mapped_port
+check fio.randwrite_4k_qd16 fio_job randwrite_4k_qd16 randwrite 4k 16
+check fio.write_128k_qd4 fio_job write_128k_qd4 write 128k 4
 
-fio_dev() {
-	[ -b "$DEV" ] || return 1
-	fio_run "$OUT/fio-iser.json" --name=iser --filename="$DEV" --direct=1 --ioengine=libaio \
-		--rw=randwrite --bs=4k --iodepth=16 --size="$FSIZE" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
+# rmmod siw with the session logged in: kernel ULPs hold no reference on
+# the module, the RDMA core removes each device from its clients (ib_iser
+# fails the connection, ib_isert drops its listener). Then siw back, the
+# portal's iSER listener re-enabled, and open-iscsi's recovery logs the
+# session in again by itself.
+rmmod_logged_in() {
+	local t0
+	t0=$(date +%s)
+	timeout 120 rmmod siw || { say "rmmod siw failed with the session logged in"; return 1; }
+	say "rmmod siw with the session logged in: $(( $(date +%s) - t0 )) s"
+	[ ! -d /sys/module/siw ] || { say "siw still loaded"; return 1; }
+	iscsiadm -m session -P 1
+	siw_back || return 1
+	echo 1 >/sys/module/siw/parameters/port_map || return 1
+	rdma link add siwn0 type siw netdev vn0 || return 1
+	rdma link add siwn1 type siw netdev vn1
 }
-check fio.randwrite_4k_qd16 fio_dev
-fio_seq() {
-	[ -b "$DEV" ] || return 1
-	fio_run "$OUT/fio-iser-seq.json" --name=iser-seq --filename="$DEV" --direct=1 --ioengine=libaio \
-		--rw=write --bs=128k --iodepth=4 --size="$FSIZE" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-}
-check fio.write_128k_qd4 fio_seq
-logout() {
-	iscsiadm -m node -T "$IQN" -p "$TA:3260" -I iser --logout || return 1
-	! iscsiadm -m session >/dev/null 2>&1
-}
+check rmmod_siw_logged_in rmmod_logged_in
+relogin() { iser_reenable && logged_in_again; }
+check relogin relogin
+# what the 128 KiB job wrote, read back over the new connection
+check fio.verify_after_relogin fio_job write_128k_qd4 write 128k 4 --verify_only=1
 check logout logout
 cleanup() {
 	local rc=0
 	iscsiadm -m node -o delete >/dev/null 2>&1
 	pkill -x iscsid
 	target_down || rc=1
-	[ -z "$DBUS_PID" ] || kill "$DBUS_PID"
 	net_down
 	# after the listener is gone: iw_cm tells iwpmd to drop its mapping
 	portmap_down
 	sleep 1
 	# targetcli loads every backstore module it knows
-	unload_modules ib_iser ib_isert iscsi_target_mod target_core_iblock \
-		target_core_file target_core_pscsi target_core_user target_core_mod brd || rc=1
+	unload_modules "${INITIATOR_MODS[@]}" "${TARGET_UNLOAD[@]}" || rc=1
 	return $rc
 }
 check cleanup cleanup
+check stock_iw_cm swap_iw_cm stock
 [ "$fails" = 0 ]

@@ -21,6 +21,7 @@
 #   rdma_res            "DEV.pd=N DEV.cq=N ..." of the devices RES_DEVS
 #                       (an awk regex) matches
 #   nocq LINE           that line without the CQ counts
+#   siw_back            siw and the harness's siw0, siw1 back after rmmod
 #   load_modules M...   modprobe each (brd as a 64 MiB /dev/ram0)
 #   unload_modules M... rmmod each one that is loaded
 #   res_pooled, res_cycles N UP DOWN, res_leak_test, path_test WHAT
@@ -94,6 +95,22 @@ net_down() {
 	rdma link delete siwn1 2>/dev/null
 	rdma link delete siwn0 2>/dev/null
 	routed_pair_down vn0
+}
+
+# siw_back: after a test's rmmod siw, the module and the harness's
+# devices siw0 and siw1 back, for the suites after this one and for the
+# harness's teardown (siw1 in its namespace when the VM was booted with
+# --netns)
+siw_back() {
+	local ns=()
+	if [ ! -d /sys/module/siw ]; then
+		insmod "${SIWX_MODULE:?}" || return 1
+	fi
+	rdma link show siw0 >/dev/null 2>&1 ||
+		rdma link add siw0 type siw netdev "${SIWX_NETDEV0:-veth0}" || return 1
+	[ -z "${SIWX_NETNS1:-}" ] || ns=(ip netns exec "$SIWX_NETNS1")
+	rdma link show siw1 >/dev/null 2>&1 ||
+		"${ns[@]}" rdma link add siw1 type siw netdev "${SIWX_NETDEV1:-veth1}"
 }
 
 # rdma_res: "pd cq qp cm_id mr" of the devices RES_DEVS matches

@@ -147,16 +147,7 @@ rmmod_connected() {
 	fi
 	gone || { say "controller $c still there after rmmod siw"; rc=1; }
 	# back for the suites after this one and for the harness's teardown
-	if [ ! -d /sys/module/siw ]; then
-		insmod "${SIWX_MODULE:?}" || return 1
-	fi
-	rdma link show siw0 >/dev/null 2>&1 ||
-		rdma link add siw0 type siw netdev "${SIWX_NETDEV0:-veth0}" || rc=1
-	# (siw1 in its namespace when the VM was booted with --netns)
-	local ns=()
-	[ -z "${SIWX_NETNS1:-}" ] || ns=(ip netns exec "$SIWX_NETNS1")
-	rdma link show siw1 >/dev/null 2>&1 ||
-		"${ns[@]}" rdma link add siw1 type siw netdev "${SIWX_NETDEV1:-veth1}" || rc=1
+	siw_back || rc=1
 	return $rc
 }
 check rmmod_siw_connected rmmod_connected
