@@ -80,14 +80,14 @@ check setup.network net_up
 # CPU 0, so that iwpmd, woken by the request, may run before the thread
 # that sent it goes on. Each listener must get a mapped port.
 restart_cycles() {
-	local i j mapped=0 pid PIN="taskset -c 0"
+	local i mapped=0 pid PIN="taskset -c 0"
 	for i in $(seq "${ISER_PORTMAP_CYCLES:-10}"); do
 		pkill -x iwpmd
-		for j in $(seq 50); do pgrep -x iwpmd >/dev/null || break; sleep 0.1; done
+		for _ in $(seq 50); do pgrep -x iwpmd >/dev/null || break; sleep 0.1; done
 		portmap_up on || return 1
 		$PIN rping -s -a "$TA" -p 7999 >/dev/null 2>&1 &
 		pid=$!
-		for j in $(seq 50); do
+		for _ in $(seq 50); do
 			if ss -ltnH | awk -v ta="$TA" '$4 ~ "^"ta":" && $4 !~ ":(3260|7999)$"' | grep -q .; then
 				mapped=$((mapped + 1))
 				break
