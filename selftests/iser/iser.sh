@@ -26,7 +26,7 @@
 # Usage (guest.sh): iser.sh IW_CM_KO (build/rdma_cm/iw_cm.ko, with the
 # port mapper's registration fix; Debian's is back when the suite ends)
 # Environment: SIWX_RESULTS (logs), ISER_FIO_SIZE (8M), ISER_PORTMAP_CYCLES
-# (10), ISER_IW_CM (instead of IW_CM_KO; "stock": Debian's iw_cm, to show
+# (10; 2 on the debug kernel), ISER_IW_CM (instead of IW_CM_KO; "stock": Debian's iw_cm, to show
 # the registration race).
 
 set -u
@@ -80,8 +80,11 @@ check setup.network net_up
 # CPU 0, so that iwpmd, woken by the request, may run before the thread
 # that sent it goes on. Each listener must get a mapped port.
 restart_cycles() {
-	local i mapped=0 pid PIN="taskset -c 0"
-	for i in $(seq "${ISER_PORTMAP_CYCLES:-10}"); do
+	local i mapped=0 pid PIN="taskset -c 0" cycles
+	# 10; 2 on the debug kernel (SIWX_SUITE_TIMEOUT_SCALE), where a
+	# restart and its listen took 160 s
+	cycles=${ISER_PORTMAP_CYCLES:-$(( ${SIWX_SUITE_TIMEOUT_SCALE:-1} > 1 ? 2 : 10 ))}
+	for i in $(seq "$cycles"); do
 		pkill -x iwpmd
 		for _ in $(seq 50); do pgrep -x iwpmd >/dev/null || break; sleep 0.1; done
 		portmap_up on || return 1
