@@ -130,8 +130,13 @@ discovery_test() {
 	fi
 }
 DEV=
+# open-iscsi gives a login 15 s (node.conn[0].timeo.login_timeout); the
+# first one of a boot on the debug kernel took longer (connection timed
+# out, the next one logged in): times SIWX_SUITE_TIMEOUT_SCALE
 login() {
 	local i
+	iscsiadm -m node -T "$IQN" -p "$TA:3260" -I iser -o update \
+		-n 'node.conn[0].timeo.login_timeout' -v $((15 * ${SIWX_SUITE_TIMEOUT_SCALE:-1})) || return 1
 	iscsiadm -m node -T "$IQN" -p "$TA:3260" -I iser --login || return 1
 	for i in $(seq 100); do
 		DEV=$(iscsiadm -m session -P 3 2>/dev/null | sed -n 's/.*Attached scsi disk \([a-z]*\).*/\1/p' | head -n 1)

@@ -155,7 +155,7 @@ check logout logout
 # a second session: what the first one wrote, read back
 relogin() {
 	login || return 1
-	fio_job write_128k_qd4 write 128k 4 --verify_only=1 || return 1
+	fio_job write_128k_qd4 write 128k 4 --verify_only=1 || { logout; return 1; }
 	logout
 }
 check relogin relogin
