@@ -104,6 +104,8 @@ def set_params(over):
     vals = dict(DEFAULTS)
     vals.update(over)
     for k, v in vals.items():
+        if k.startswith("_"):       # the case's own, not a parameter
+            continue
         with open(os.path.join(PARAMS, k), "w") as f:
             f.write(str(v))
 
@@ -592,6 +594,21 @@ def peer_responder(name, port, peer_args, cli_args=(), params=None,
                    steps=()):
     """mpa-peer --listen as responder for an mpa_conn client."""
     set_params(params or {})
+    netem = (params or {}).get("_netem")
+    if netem:
+        # on the peer's way to the client (IFACE carries both directions)
+        subprocess.run(["tc", "qdisc", "replace", "dev", IFACE, "root",
+                        "netem"] + netem.split(), check=True, timeout=20)
+    try:
+        return _peer_responder(name, port, peer_args, cli_args, steps)
+    finally:
+        if netem:
+            subprocess.run(["tc", "qdisc", "del", "dev", IFACE, "root"],
+                           timeout=20)
+        set_params({})
+
+
+def _peer_responder(name, port, peer_args, cli_args, steps):
     pout = os.path.join(OUT, name + ".peer")
     pp = subprocess.Popen([PEER, "--listen", "--timeout", "10000",
                            "--rx-ms", "2500"] + list(peer_args) +
@@ -608,7 +625,6 @@ def peer_responder(name, port, peer_args, cli_args=(), params=None,
     except subprocess.TimeoutExpired:
         pp.kill()
         pp.wait()
-    set_params({})
     return read_lines(pout), cp.stdout.splitlines()
 
 
@@ -736,6 +752,15 @@ RESPONDER_CASES = [
     ("close_on_enhanced_retry", ["--close-on-enhanced", "--accept-count",
                                  "2"], ["--pdata", "hello"],
      {"mpa_rev1_retry": "1"},
+     [r"^conn 2", r"request rev=1 flags=0x00 .*s=0 pd_len=5 .*"
+      r"pdata=68656c6c6f"], [r"event=ESTABLISHED status=0"]),
+    # the same with the peer's packets delayed: the first connection is
+    # still in LAST_ACK (its four-tuple taken) when the retry connects, as
+    # it was once in CI when the peer's ACK came late (connect() from the
+    # same port failed with EADDRNOTAVAIL: no retry, REJECTED -104)
+    ("close_on_enhanced_retry_slow_ack", ["--close-on-enhanced",
+                                          "--accept-count", "2"],
+     ["--pdata", "hello"], {"mpa_rev1_retry": "1", "_netem": "delay 300ms"},
      [r"^conn 2", r"request rev=1 flags=0x00 .*s=0 pd_len=5 .*"
       r"pdata=68656c6c6f"], [r"event=ESTABLISHED status=0"]),
     # the retry's connection refused (the peer listens no more): a clean
