@@ -39,7 +39,7 @@
 #       to retransmit and never notices; siw's peer_timeout (set to
 #       PEER_TIMEOUT s) must end the connection and flush every outstanding
 #       Read within 1.5 x PEER_TIMEOUT s (data in flight at the cut still
-#       arrives, TCP's timers tick in steps; SILENT_X10; kernel patch 0063; upstream
+#       arrives, TCP's timers tick in steps; SILENT_X10; kernel patch 0064; upstream
 #       siw waits for good)
 #   recv_after_error_flushed  after its first connection ended (every
 #       receive flushed, the QP in ERR), the server posts one more receive:

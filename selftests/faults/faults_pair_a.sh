@@ -10,7 +10,7 @@
 # give up. siw's peer_timeout is PEER_TIMEOUT (10 s) here: a connection
 # whose peer stays silent that long ends, whether a's client has data in
 # flight (TCP_USER_TIMEOUT) or only awaits b's responses (keepalive; TCP
-# alone would never notice, kernel patch 0063); the bound checked is
+# alone would never notice, kernel patch 0064); the bound checked is
 # BOUND ms (30000) from the last good completion to the last WR completed
 # in error. TAP to stdout:
 #

@@ -106,7 +106,7 @@ static void read_must_fail(struct __test_metadata *_metadata,
 		TH_LOG("the peer served a Read it must refuse");
 	/*
 	 * The responder's Terminate (RDMAP, remote protection error) is
-	 * mapped to the Read's status (siw_term_rx_status(), patch 0050);
+	 * mapped to the Read's status (siw_term_rx_status(), patch 0051);
 	 * upstream siw flushes the Read instead.
 	 */
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, (int)wc.status)

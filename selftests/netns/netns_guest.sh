@@ -16,7 +16,7 @@
 #   exclusive.move_device      rdma dev set DEV netns NS: the device is the
 #                              only one the namespace sees (rdma, ibv_devices)
 #                              and gone from the initial one (needs the user
-#                              context disassociation of patch 0062)
+#                              context disassociation of patch 0063)
 #   exclusive.traffic          from the namespace to the initial one and back
 #   exclusive.wildcard_listener  a listener on the wildcard address inside
 #                              the namespace, reached from outside

@@ -52,7 +52,31 @@ CASES=(
 	"wire:write_bw_packed   ib_write_bw -n 640 -s 64 -l 16"
 	"odd:wire:write_bw_odd_mss ib_write_bw -n 30 -s 65536"
 	"odd:wire:read_bw_odd_mss  ib_read_bw  -n 30 -s 65536"
+	"wake:read_lat_no_tx_wakeup ib_read_lat -n 400 -s 64"
+	"ours:wake:atomic_lat_no_tx_wakeup ib_atomic_lat -A FETCH_AND_ADD -n 400"
+	"wakeoff:read_lat_tx_wakeups ib_read_lat -n 400 -s 64"
 )
+# A name starting with "wake:" counts the context switches of the siw_tx
+# threads during the run: since patch 0069 (module parameter rx_respond)
+# siw sends a small Read or Atomic Response from the receive path that
+# processed its request, without waking siw_tx; the client posts its
+# requests one at a time from its own thread. At most one switch per
+# WAKE_MAX_PER requests passes (connection setup and perftest's closing
+# handshake wake it a few times). "wakeoff:" is the control with
+# rx_respond off: the old way, about one wake-up per response, at least
+# one per WAKE_MIN_PER requests (if it wakes less, the count measures
+# nothing).
+WAKE_MAX_PER=8
+WAKE_MIN_PER=2
+RX_RESPOND=/sys/module/siw/parameters/rx_respond
+tx_switches() {
+	local p n=0 v
+	for p in $(pgrep '^siw_tx/'); do
+		v=$(awk '/ctxt_switches/ { s += $2 } END { print s + 0 }' "/proc/$p/status" 2>/dev/null)
+		n=$((n + ${v:-0}))
+	done
+	echo "$n"
+}
 # write_bw_64qps: 64 QPs in one context (perftest -q 64). siw keys each
 # queue's mmap by its page offset, and the RDMA core hands out offsets
 # from 0; the queue that got page 144, offset 0x90000, had the key libsiw
@@ -63,14 +87,14 @@ CASES=(
 # and passes only if segments.py finds its FPDUs handed to TCP whole: at most
 # one in a hundred segments may carry an FPDU's trailer (pad and CRC field)
 # alone, which siw's zero-copy transmit sent after every FPDU's payload (Read
-# Responses; RDMA Writes too, where zero-copy) before patch 0064, and at most
+# Responses; RDMA Writes too, where zero-copy) before patch 0065, and at most
 # five in a hundred may start inside an FPDU otherwise (TCP splits one when
 # it runs out of send space; FPDUs merged across segment boundaries would
 # make it every one: RFC 5044's alignment).
-# And since patch 0065 siw gives TCP up to 64 KiB of a message's FPDUs in
+# And since patch 0066 siw gives TCP up to 64 KiB of a message's FPDUs in
 # one call, so that TCP builds GSO packets of them (on the veth nothing cuts
 # those): on average at least SEG_PACK_MIN_X10 / 10 FPDUs per captured
-# packet; exactly one per packet before 0065 (one FPDU a call). How many
+# packet; exactly one per packet before 0066 (one FPDU a call). How many
 # TCP puts into a packet is its choice, made by the ACKs, the send space
 # and the peer's window: 11-14 measured on Debian's kernel, 1.9 (Reads) and
 # 3.2 (Writes) on the debug kernel (KASAN, lockdep, about ten times
@@ -81,13 +105,13 @@ CASES=(
 # segments of a Read stream on the debug kernel), and they do not count
 # against the five in a hundred (what siw could have prevented).
 # write_bw_packed posts its 64-byte Writes 16 at a time (-l 16: one
-# ibv_post_send(), one doorbell): since patch 0066 siw sends the small
+# ibv_post_send(), one doorbell): since patch 0067 siw sends the small
 # FPDU of each message with MSG_MORE when the next one is already queued,
 # so TCP packs them into one segment, every segment still starting with an
-# FPDU (about 10 per packet measured; one per packet before 0066).
+# FPDU (about 10 per packet measured; one per packet before 0067).
 # A name starting with "odd:" runs with an MTU of 1499 on both veth ends
 # (restored afterwards): an MSS of 1447, not a multiple of 8, so siw's
-# FPDUs (1440 bytes) do not fill a segment; patches 0064, 0065 and 0066
+# FPDUs (1440 bytes) do not fill a segment; patches 0065, 0066 and 0067
 # must then fall back to one FPDU per segment: no packet longer than the
 # MSS (a batch of such FPDUs would also cut them across segments: the
 # alignment check above).
@@ -130,6 +154,15 @@ for c in "${CASES[@]}"; do
 	ours:*) name=${name#ours:}; env=(env "LD_LIBRARY_PATH=$OURS") ;;
 	wire:*) name=${name#wire:}; wire=1 ;;
 	esac
+	wake=
+	case $name in
+	wake:*) name=${name#wake:}; wake=1 ;;
+	wakeoff:*) name=${name#wakeoff:}; wake=0 ;;
+	esac
+	if [ -n "$wake" ] && [ ! -w "$RX_RESPOND" ]; then
+		echo "ok $i perftest.$name # SKIP siw without rx_respond (not siwx with patch 0069)"
+		continue
+	fi
 	if ! command -v "$tool" >/dev/null; then
 		echo "ok $i perftest.$name # SKIP $tool not installed (apt-get install perftest)"
 		continue
@@ -158,6 +191,10 @@ for c in "${CASES[@]}"; do
 	# against the same server would meet its test listener with its
 	# side channel (both QPs then flush, CI saw it). So a try that failed
 	# to connect ends its server too; the next one starts both anew.
+	if [ -n "$wake" ]; then
+		echo "$wake" > "$RX_RESPOND"
+		sw0=$(tx_switches)
+	fi
 	ok=0 try=0 crc=1 src=1
 	while [ "$try" -lt 3 ] && [ $(( $(date +%s) - t0 )) -lt "$LIMIT" ]; do
 		try=$((try + 1))
@@ -260,6 +297,19 @@ for c in "${CASES[@]}"; do
 		ip -n "$SIWX_NETNS1" link set "${SIWX_NETDEV1:-veth1}" mtu "$odd_restore"
 	fi
 	[ "$wire" = 0 ] || [ "$capok" = 1 ] || ok=0
+	if [ -n "$wake" ]; then
+		sw=$(( $(tx_switches) - sw0 ))
+		echo 1 > "$RX_RESPOND"
+		iters=$(sed -n 's/.*-n \([0-9]*\).*/\1/p' <<<"$*")
+		echo "# $name: rx_respond $wake: siw_tx switched $sw times for $iters requests (with the tries: $try)"
+		if [ "$wake" = 1 ] && [ $((sw * WAKE_MAX_PER)) -gt $((iters * try)) ]; then
+			echo "# $name: more than one siw_tx switch per $WAKE_MAX_PER requests: responses sent by siw_tx"
+			ok=0
+		elif [ "$wake" = 0 ] && [ $((sw * WAKE_MIN_PER)) -lt "$iters" ]; then
+			echo "# $name: fewer than one siw_tx switch per $WAKE_MIN_PER requests with rx_respond off: the count measures nothing"
+			ok=0
+		fi
+	fi
 	if [ "$ok" = 1 ] && [ "$src" = 0 ]; then
 		echo "ok $i perftest.$name"
 	else

@@ -15,7 +15,7 @@ direction's byte stream:
   trailer   not aligned, and it holds nothing but the end of one FPDU,
             at most the pad and the CRC field (8 bytes): a packet sent
             for the trailer alone, which siw's zero-copy transmit did
-            after the payload of every FPDU before patch 0064;
+            after the payload of every FPDU before patch 0065;
   window    not aligned, and it continues a packet TCP cut at the right
             edge of the peer's receive window: with TCP_NODELAY, TCP
             sends what the window takes of a packet of several FPDUs,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """counters_check.py PCAP DIR [FIRST]: the protocol counters of siw0 and siw1
-(patch 0061, 'rdma statistic show link siwN/1') against a capture of the
+(patch 0062, 'rdma statistic show link siwN/1') against a capture of the
 same traffic (wireshark_cap.sh).
 
 DIR holds, for each device D of siw0 and siw1, D.before and D.after (the
