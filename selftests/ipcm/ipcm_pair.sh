@@ -40,6 +40,8 @@ LOG=$OUT/ipcm_pair.log
 TAP_PREFIX=ipcm_pair
 # shellcheck source=../lib/tap_out.sh
 . "$TOP/selftests/lib/tap_out.sh"
+# shellcheck source=../lib/cm_swap.sh
+. "$TOP/selftests/lib/cm_swap.sh"
 # shellcheck source=../lib/neigh.sh
 . "$TOP/selftests/lib/neigh.sh"
 
@@ -59,17 +61,7 @@ TESTS=(setup a_srv.connected a_srv.same_5tuple b_srv.connected
        wire.b_rej_stock_no_ari rdma_cm_restored)
 echo "1..${#TESTS[@]}"
 
-swap_rdma_cm() {	# KO|stock
-	local m taint
-	for m in rdma_ucm rdma_cm; do
-		if [ -d /sys/module/$m ]; then rmmod $m || return 1; fi
-	done
-	if [ "$1" = stock ]; then modprobe rdma_ucm || return 1
-	else insmod "$1" && modprobe rdma_ucm || return 1; fi
-	taint=$(cat /sys/module/rdma_cm/taint)
-	say "rdma_cm ${1##*/}: taint '$taint'"
-	case $1/$taint in stock/*O*|*.ko/|*.ko/[!O]) return 1 ;; esac
-}
+swap_rdma_cm() { swap_cm rdma_cm "$1"; }	# KO|stock
 # ARP: the macvlan shares the wire with its lower device, and Linux by
 # default answers an ARP request for any local address on any interface:
 # the pair interface answered for the macvlan's addresses with its own

@@ -52,6 +52,8 @@ TAP_PREFIX=ipcm_rxe
 . "$TOP/selftests/lib/ulp.sh"	# routed_pair_up, routed_pair_down
 # shellcheck source=../lib/neigh.sh
 . "$TOP/selftests/lib/neigh.sh"	# neigh_warm
+# shellcheck source=../lib/cm_swap.sh
+. "$TOP/selftests/lib/cm_swap.sh"	# swap_cm
 
 NS=ipcmx
 X0=192.168.94.1 X1=192.168.94.2 X60=fd94::1 X61=fd94::2
@@ -160,26 +162,7 @@ setup() {
 }
 
 # swap_rdma_cm KO|stock: rdma_cm (and rdma_ucm above it) reloaded
-swap_rdma_cm() {
-	local m
-	for m in rdma_ucm rdma_cm; do
-		if [ -d /sys/module/$m ]; then rmmod $m || return 1; fi
-	done
-	if [ "$1" = stock ]; then
-		modprobe rdma_ucm || return 1
-	else
-		insmod "$1" && modprobe rdma_ucm || return 1
-	fi
-	# ours is out of tree: the kernel marks it O (Debian's is not)
-	local taint
-	taint=$(cat /sys/module/rdma_cm/taint)
-	say "rdma_cm: ${1##*/}, taint '$taint'"
-	if [ "$1" = stock ]; then
-		case $taint in *O*) echo "== rdma_cm still out of tree"; return 1 ;; esac
-	else
-		case $taint in *O*) ;; *) echo "== rdma_cm not ours"; return 1 ;; esac
-	fi
-}
+swap_rdma_cm() { swap_cm rdma_cm "$1"; }
 
 # ---------------------------------------------------------------- rejects
 # listening MODULE SRV: wait up to 60 s for server SRV's "listening" (under

@@ -23,6 +23,9 @@
 #   fio_job NAME RW BS QD [OPT...]
 #                        fio on DEV with --verify=crc32c, JSON in OUT
 
+# shellcheck source=selftests/lib/cm_swap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cm_swap.sh"
+
 TARGET_MODS=(brd target_core_mod target_core_iblock iscsi_target_mod ib_isert)
 TARGET_UNLOAD=(ib_isert iscsi_target_mod target_core_iblock target_core_file
 	       target_core_pscsi target_core_user target_core_mod brd)
@@ -33,26 +36,7 @@ ISER_TOOLS="targetcli iscsid iscsiadm dbus-daemon fio iwpmd rping"
 # before the request records the device data (iwpm_register_pid(); the
 # first rdma_listen() or rdma_connect() after iwpmd started): one of six
 # runs of suite iser did under TCG. The suites run ours, patched.
-swap_iw_cm() {
-	local m taint
-	for m in rdma_ucm rdma_cm iw_cm; do
-		if [ -d /sys/module/$m ]; then rmmod $m || return 1; fi
-	done
-	if [ "$1" = stock ]; then
-		modprobe rdma_ucm || return 1
-	else
-		insmod "$1" && modprobe rdma_ucm || return 1
-	fi
-	# ours is out of tree: the kernel marks it O (Debian's is not)
-	taint=$(cat /sys/module/iw_cm/taint)
-	echo "iw_cm: ${1##*/}, taint '$taint'"
-	case $1:$taint in
-	stock:*O*) say "iw_cm still out of tree"; return 1 ;;
-	stock:*) ;;
-	*:*O*) ;;
-	*) say "iw_cm not ours"; return 1 ;;
-	esac
-}
+swap_iw_cm() { swap_cm iw_cm "$1"; }
 
 # Debian's iwpmd daemonizes; iw_cm asks it over netlink, and a connecting
 # peer's iwpmd asks this one (UDP 3935) for the port it mapped

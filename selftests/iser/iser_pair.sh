@@ -89,25 +89,7 @@ if [ "$ROLE" = a ]; then
 	fi
 	BASE=$(rdma_res)
 	say "rdma res with the target listening: $BASE"
-	if line=$("${PSYNC[@]}" serve "$TA" "$SYNC" "$ready" $((240 * scale)) 2>>"$LOG") &&
-	   [ "$line" = hello ]; then
-		ok peer.ready
-	else
-		nok peer.ready "b never came (${line:-nothing})"
-	fi
-	if line=$("${PSYNC[@]}" serve "$TA" $((SYNC + 1)) bye $((400 * scale)) 2>>"$LOG") &&
-	   [ "${line%% *}" = "done" ]; then
-		say "b: $line"
-		ok peer.done
-	else
-		nok peer.done "no 'done' from b (${line:-nothing})"
-	fi
-	now=$(rdma_res)
-	if [ "$(nocq "$now")" = "$(nocq "$BASE")" ]; then
-		ok leak.rdma_res
-	else
-		nok leak.rdma_res "rdma res after b is done: $now; before: $BASE"
-	fi
+	pair_a_wait "$ready" 400
 	a_cleanup() {
 		target_down || return 1
 		portmap_down

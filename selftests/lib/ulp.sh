@@ -22,6 +22,8 @@
 #                       (an awk regex) matches
 #   nocq LINE           that line without the CQ counts
 #   siw_back            siw and the harness's siw0, siw1 back after rmmod
+#   pair_a_wait READY DONE_SECS
+#                       a pair suite's VM a: b's hello, b's done, no leak
 #   load_modules M...   modprobe each (brd as a 64 MiB /dev/ram0)
 #   unload_modules M... rmmod each one that is loaded
 #   res_pooled, res_cycles N UP DOWN, res_leak_test, path_test WHAT
@@ -111,6 +113,35 @@ siw_back() {
 	[ -z "${SIWX_NETNS1:-}" ] || ns=(ip netns exec "$SIWX_NETNS1")
 	rdma link show siw1 >/dev/null 2>&1 ||
 		"${ns[@]}" rdma link add siw1 type siw netdev "${SIWX_NETDEV1:-veth1}"
+}
+
+# pair_a_wait READY DONE_SECS: VM a of a pair suite (TAP tests peer.ready,
+# peer.done, leak.rdma_res): READY to b's hello on $TA:$SYNC
+# (selftests/nvme/pair_sync.py, the command in the array PSYNC), then b's
+# "done ..." on $SYNC + 1 within DONE_SECS, then the RDMA resources back
+# at $BASE. Both waits times SIWX_SUITE_TIMEOUT_SCALE (6 on the debug
+# kernel).
+pair_a_wait() {
+	local scale=${SIWX_SUITE_TIMEOUT_SCALE:-1} line now
+	if line=$("${PSYNC[@]}" serve "$TA" "$SYNC" "$1" $((240 * scale)) 2>>"$LOG") &&
+	   [ "$line" = hello ]; then
+		ok peer.ready
+	else
+		nok peer.ready "b never came (${line:-nothing})"
+	fi
+	if line=$("${PSYNC[@]}" serve "$TA" $((SYNC + 1)) bye $(($2 * scale)) 2>>"$LOG") &&
+	   [ "${line%% *}" = "done" ]; then
+		say "b: $line"
+		ok peer.done
+	else
+		nok peer.done "no 'done' from b (${line:-nothing})"
+	fi
+	now=$(rdma_res)
+	if [ "$(nocq "$now")" = "$(nocq "$BASE")" ]; then
+		ok leak.rdma_res
+	else
+		nok leak.rdma_res "rdma res after b is done: $now; before: $BASE"
+	fi
 }
 
 # rdma_res: "pd cq qp cm_id mr" of the devices RES_DEVS matches

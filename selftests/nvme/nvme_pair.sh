@@ -73,26 +73,7 @@ if [ "$ROLE" = a ]; then
 	# b connects within the suite's limit; it then runs its tests (both
 	# waits times SIWX_SUITE_TIMEOUT_SCALE: 6 on the debug kernel, where
 	# b's tests took longer than 500 s)
-	scale=${SIWX_SUITE_TIMEOUT_SCALE:-1}
-	if line=$("${PSYNC[@]}" serve "$TA" "$SYNC" "$ready" $((240 * scale)) 2>>"$LOG") &&
-	   [ "$line" = hello ]; then
-		ok peer.ready
-	else
-		nok peer.ready "b never came (${line:-nothing})"
-	fi
-	if line=$("${PSYNC[@]}" serve "$TA" $((SYNC + 1)) bye $((500 * scale)) 2>>"$LOG") &&
-	   [ "${line%% *}" = "done" ]; then
-		say "b: $line"
-		ok peer.done
-	else
-		nok peer.done "no 'done' from b (${line:-nothing})"
-	fi
-	now=$(rdma_res)
-	if [ "$(nocq "$now")" = "$(nocq "$BASE")" ]; then
-		ok leak.rdma_res
-	else
-		nok leak.rdma_res "rdma res after b is done: $now; before: $BASE"
-	fi
+	pair_a_wait "$ready" 500
 	a_cleanup() { target_down && unload_modules nvmet_rdma nvmet_tcp nvmet brd; }
 	check cleanup a_cleanup
 	[ "$fails" = 0 ]
