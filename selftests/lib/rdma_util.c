@@ -664,14 +664,40 @@ int ru_listen(struct ru_listener *l, const char *addr, uint16_t port,
 	ns = ru_ns_enter(addr);
 	if (ns < 0)
 		return ns;
-	if (rdma_create_id(l->ch, &l->id, NULL, RDMA_PS_TCP))
-		rc = ru_fail(errno, "rdma_create_id: %s", strerror(errno));
-	else if (rdma_bind_addr(l->id, (struct sockaddr *)&ss))
-		rc = ru_fail(errno, "rdma_bind_addr(%s:%u): %s", addr, port,
-			     strerror(errno));
-	else if (rdma_listen(l->id, backlog))
+	/*
+	 * Port 0: the RDMA CM picks a free port of its own port space,
+	 * which knows nothing of TCP's. siw listens with a TCP socket on
+	 * it, and a TCP socket may hold that port (a connection of any
+	 * application, a TIME_WAIT of one without SO_REUSEADDR): the
+	 * listen fails with EADDRINUSE (CI, 2026-12-07, fixes' first test
+	 * after 40 plain TCP connections). An application asking for any
+	 * port would take another one; so do we, and say so. Only iwpmd's
+	 * port mapping (siw's port_map) avoids it in the kernel.
+	 */
+	for (int tries = 0;; tries++) {
+		rc = 0;
+		if (rdma_create_id(l->ch, &l->id, NULL, RDMA_PS_TCP)) {
+			rc = ru_fail(errno, "rdma_create_id: %s",
+				     strerror(errno));
+			break;
+		}
+		if (rdma_bind_addr(l->id, (struct sockaddr *)&ss)) {
+			rc = ru_fail(errno, "rdma_bind_addr(%s:%u): %s", addr,
+				     port, strerror(errno));
+			break;
+		}
+		if (!rdma_listen(l->id, backlog))
+			break;
 		rc = ru_fail(errno, "rdma_listen(%s:%u): %s", addr, port,
 			     strerror(errno));
+		if (port || errno != EADDRINUSE || tries == 3)
+			break;
+		printf("# rdma_listen(%s): the RDMA CM's port %u is held by a "
+		       "TCP socket (EADDRINUSE); another port\n", addr,
+		       ntohs(rdma_get_src_port(l->id)));
+		rdma_destroy_id(l->id);
+		l->id = NULL;
+	}
 	ru_ns_leave(ns);
 	if (rc)
 		return rc;
