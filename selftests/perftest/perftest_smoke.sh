@@ -57,7 +57,8 @@ CASES=(
 	"wakeoff:read_lat_tx_wakeups ib_read_lat -n 400 -s 64"
 )
 # A name starting with "wake:" counts the context switches of the siw_tx
-# threads during the run: since patch 0069 (module parameter rx_respond)
+# threads during the run with rx_respond on (restored afterwards; off by
+# default): since patch 0069 (module parameter rx_respond)
 # siw sends a small Read or Atomic Response from the receive path that
 # processed its request, without waking siw_tx; the client posts its
 # requests one at a time from its own thread. At most one switch per
@@ -192,6 +193,7 @@ for c in "${CASES[@]}"; do
 	# side channel (both QPs then flush, CI saw it). So a try that failed
 	# to connect ends its server too; the next one starts both anew.
 	if [ -n "$wake" ]; then
+		read -r rx_was < "$RX_RESPOND"
 		echo "$wake" > "$RX_RESPOND"
 		sw0=$(tx_switches)
 	fi
@@ -299,7 +301,7 @@ for c in "${CASES[@]}"; do
 	[ "$wire" = 0 ] || [ "$capok" = 1 ] || ok=0
 	if [ -n "$wake" ]; then
 		sw=$(( $(tx_switches) - sw0 ))
-		echo 1 > "$RX_RESPOND"
+		echo "$rx_was" > "$RX_RESPOND"
 		iters=$(sed -n 's/.*-n \([0-9]*\).*/\1/p' <<<"$*")
 		echo "# $name: rx_respond $wake: siw_tx switched $sw times for $iters requests (with the tries: $try)"
 		if [ "$wake" = 1 ] && [ $((sw * WAKE_MAX_PER)) -gt $((iters * try)) ]; then

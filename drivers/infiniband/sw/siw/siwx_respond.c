@@ -25,7 +25,7 @@
  * The hooks calling into this file are in siw_qp.c (data_ready),
  * siw_qp_tx.c (siw_sq_start(), the send queue loop, the sendmsg()
  * calls), the prototypes in siw.h. Module parameter rx_respond (default
- * Y) turns it off.
+ * N) turns it on.
  */
 
 #include <linux/net.h>
@@ -39,10 +39,15 @@
 
 #include "siw.h"
 
-static bool siwx_rx_respond = true;
+/*
+ * Off by default: with it on, suite faults' mixed stream under netem
+ * reordering and delay once showed a Read Request repeated (MSN) and a
+ * response for an empty ORQ; not understood yet (reliability.md).
+ */
+static bool siwx_rx_respond;
 module_param_named(rx_respond, siwx_rx_respond, bool, 0644);
 MODULE_PARM_DESC(rx_respond,
-		 "Send small Read and Atomic Responses from the receive path, without waking siw_tx (default: Y)");
+		 "Send small Read and Atomic Responses from the receive path, without waking siw_tx (default: N)");
 
 static unsigned int siwx_rx_respond_max = SZ_4K;
 module_param_named(rx_respond_max, siwx_rx_respond_max, uint, 0644);
