@@ -160,9 +160,14 @@ for c in "${CASES[@]}"; do
 	wake:*) name=${name#wake:}; wake=1 ;;
 	wakeoff:*) name=${name#wakeoff:}; wake=0 ;;
 	esac
-	if [ -n "$wake" ] && [ ! -w "$RX_RESPOND" ]; then
-		echo "ok $i perftest.$name # SKIP siw without rx_respond (not siwx with patch 0069)"
-		continue
+	if [ -n "$wake" ]; then
+		if [ ! -w "$RX_RESPOND" ]; then
+			echo "ok $i perftest.$name # SKIP siw without rx_respond (not siwx with patch 0069)"
+			continue
+		fi
+		read -r rx_was < "$RX_RESPOND"
+		echo "$wake" > "$RX_RESPOND"
+		sw0=$(tx_switches)
 	fi
 	if ! command -v "$tool" >/dev/null; then
 		echo "ok $i perftest.$name # SKIP $tool not installed (apt-get install perftest)"
@@ -192,11 +197,6 @@ for c in "${CASES[@]}"; do
 	# against the same server would meet its test listener with its
 	# side channel (both QPs then flush, CI saw it). So a try that failed
 	# to connect ends its server too; the next one starts both anew.
-	if [ -n "$wake" ]; then
-		read -r rx_was < "$RX_RESPOND"
-		echo "$wake" > "$RX_RESPOND"
-		sw0=$(tx_switches)
-	fi
 	ok=0 try=0 crc=1 src=1
 	while [ "$try" -lt 3 ] && [ $(( $(date +%s) - t0 )) -lt "$LIMIT" ]; do
 		try=$((try + 1))
