@@ -55,10 +55,11 @@ CASES=(
 	"wake:read_lat_no_tx_wakeup ib_read_lat -n 400 -s 64"
 	"ours:wake:atomic_lat_no_tx_wakeup ib_atomic_lat -A FETCH_AND_ADD -n 400"
 	"wakeoff:read_lat_tx_wakeups ib_read_lat -n 400 -s 64"
+	"busy:read_lat_beside_tcp_stream ib_read_lat -n 1000 -s 64"
 )
 # A name starting with "wake:" counts the context switches of the siw_tx
-# threads during the run with rx_respond on (restored afterwards; off by
-# default): since patch 0069 (module parameter rx_respond)
+# threads during the run with rx_respond on (set for the case, restored
+# afterwards): since patch 0069 (module parameter rx_respond)
 # siw sends a small Read or Atomic Response from the receive path that
 # processed its request, without waking siw_tx; the client posts its
 # requests one at a time from its own thread. At most one switch per
@@ -67,6 +68,19 @@ CASES=(
 # rx_respond off: the old way, about one wake-up per response, at least
 # one per WAKE_MIN_PER requests (if it wakes less, the count measures
 # nothing).
+# A name starting with "busy:" runs with rx_respond on too, beside an
+# iperf3 stream over the same veth pair and under netem delay (1 ms, both
+# ends): the receive path then runs from netem's timer softirq, which
+# interrupts whatever task runs, iperf3 in the middle of a send among
+# them. TCP copies what it sends into sk_page_frag(), the current task's
+# page fragment for siw's sockets: until patch 0069 switched to the
+# socket's own fragment for the call, the responses went into the
+# interrupted task's fragment while that task was filling it, and the
+# kernel hit a BUG in iperf3's receive within seconds (usercopy: an skb
+# fragment beyond its page; a misframed stream for siw). The case fails
+# if the perftest fails, or if the iperf3 client or server ended before
+# the test did (the VM's kernel log check catches the BUG).
+BUSY_PORT=5301
 WAKE_MAX_PER=8
 WAKE_MIN_PER=2
 RX_RESPOND=/sys/module/siw/parameters/rx_respond
@@ -155,23 +169,43 @@ for c in "${CASES[@]}"; do
 	ours:*) name=${name#ours:}; env=(env "LD_LIBRARY_PATH=$OURS") ;;
 	wire:*) name=${name#wire:}; wire=1 ;;
 	esac
-	wake=
+	wake='' busy=0
 	case $name in
 	wake:*) name=${name#wake:}; wake=1 ;;
 	wakeoff:*) name=${name#wakeoff:}; wake=0 ;;
+	busy:*) name=${name#busy:}; wake=1 busy=1 ;;
 	esac
-	if [ -n "$wake" ]; then
-		if [ ! -w "$RX_RESPOND" ]; then
-			echo "ok $i perftest.$name # SKIP siw without rx_respond (not siwx with patch 0069)"
-			continue
-		fi
-		read -r rx_was < "$RX_RESPOND"
-		echo "$wake" > "$RX_RESPOND"
-		sw0=$(tx_switches)
-	fi
 	if ! command -v "$tool" >/dev/null; then
 		echo "ok $i perftest.$name # SKIP $tool not installed (apt-get install perftest)"
 		continue
+	fi
+	if [ -n "$wake" ] && [ ! -w "$RX_RESPOND" ]; then
+		echo "ok $i perftest.$name # SKIP siw without rx_respond (not siwx with patch 0069)"
+		continue
+	fi
+	if [ "$busy" = 1 ]; then
+		if [ -z "${SIWX_NETNS1:-}" ]; then
+			echo "ok $i perftest.$name # SKIP needs the two-namespace topology (tools/vm/run --netns)"
+			continue
+		fi
+		if ! command -v iperf3 >/dev/null || ! modprobe sch_netem 2>/dev/null; then
+			echo "ok $i perftest.$name # SKIP needs iperf3 and sch_netem"
+			continue
+		fi
+		tc qdisc replace dev "${SIWX_NETDEV0:-veth0}" root netem delay 1ms
+		"${IN_NS[@]}" tc qdisc replace dev "${SIWX_NETDEV1:-veth1}" root netem delay 1ms
+		iperf3 -s -1 -B "$A0" -p "$BUSY_PORT" > "$OUT/perftest-$name-iperf3-server.log" 2>&1 &
+		bsrv=$!
+		wait_listen "$BUSY_PORT" "$bsrv"
+		"${IN_NS[@]}" iperf3 -c "$A0" -p "$BUSY_PORT" -P 2 -t "$LIMIT" --forceflush \
+			> "$OUT/perftest-$name-iperf3-client.log" 2>&1 &
+		bcli=$!
+		sleep 1
+	fi
+	if [ -n "$wake" ]; then
+		read -r rx_was < "$RX_RESPOND"
+		echo "$wake" > "$RX_RESPOND"
+		sw0=$(tx_switches)
 	fi
 	if [ "$odd" = 1 ]; then
 		if [ -z "${SIWX_NETNS1:-}" ]; then
@@ -299,12 +333,26 @@ for c in "${CASES[@]}"; do
 		ip -n "$SIWX_NETNS1" link set "${SIWX_NETDEV1:-veth1}" mtu "$odd_restore"
 	fi
 	[ "$wire" = 0 ] || [ "$capok" = 1 ] || ok=0
+	if [ "$busy" = 1 ]; then
+		if kill -0 "$bcli" 2>/dev/null && kill -0 "$bsrv" 2>/dev/null; then
+			echo "# $name: the iperf3 stream beside it ran throughout: $(grep -E '^\[SUM\]' "$OUT/perftest-$name-iperf3-client.log" | tail -n 1 | tr -s ' ')"
+		else
+			echo "# $name: the iperf3 stream beside it ended before the test did: $(cat "$OUT/perftest-$name-iperf3-"*.log | grep -v '^ *$' | tail -n 1)"
+			ok=0
+		fi
+		kill "$bcli" "$bsrv" 2>/dev/null
+		wait "$bcli" "$bsrv" 2>/dev/null
+		tc qdisc del dev "${SIWX_NETDEV0:-veth0}" root 2>/dev/null
+		"${IN_NS[@]}" tc qdisc del dev "${SIWX_NETDEV1:-veth1}" root 2>/dev/null
+	fi
 	if [ -n "$wake" ]; then
 		sw=$(( $(tx_switches) - sw0 ))
 		echo "$rx_was" > "$RX_RESPOND"
 		iters=$(sed -n 's/.*-n \([0-9]*\).*/\1/p' <<<"$*")
 		echo "# $name: rx_respond $wake: siw_tx switched $sw times for $iters requests (with the tries: $try)"
-		if [ "$wake" = 1 ] && [ $((sw * WAKE_MAX_PER)) -gt $((iters * try)) ]; then
+		if [ "$busy" = 1 ]; then
+			:	# responses from the timer softirq: not counted
+		elif [ "$wake" = 1 ] && [ $((sw * WAKE_MAX_PER)) -gt $((iters * try)) ]; then
 			echo "# $name: more than one siw_tx switch per $WAKE_MAX_PER requests: responses sent by siw_tx"
 			ok=0
 		elif [ "$wake" = 0 ] && [ $((sw * WAKE_MIN_PER)) -lt "$iters" ]; then

@@ -16,16 +16,17 @@
  * callback, if its segments asked for responses and no other context
  * processes the QP's send queue (its SIW_SQ_BUSY token is free), the
  * responses are sent right there: tcp_sendmsg_locked(), MSG_DONTWAIT,
- * atomic allocations. Only Read Responses of up to rx_respond_max bytes
- * and Atomic Responses, at most SIWX_RESPOND_BUDGET bytes per callback;
- * the rest, a work request of the send queue, and whatever TCP does not
- * take at once are left to siw_tx as before. Nothing changes on the
- * wire.
+ * atomic allocations, and the socket's own page fragment for what TCP
+ * copies (not the interrupted task's: see siwx_rx_respond_now()). Only
+ * Read Responses of up to rx_respond_max bytes and Atomic Responses, at
+ * most SIWX_RESPOND_BUDGET bytes per callback; the rest, a work request
+ * of the send queue, and whatever TCP does not take at once are left to
+ * siw_tx as before. Nothing changes on the wire.
  *
  * The hooks calling into this file are in siw_qp.c (data_ready),
  * siw_qp_tx.c (siw_sq_start(), the send queue loop, the sendmsg()
  * calls), the prototypes in siw.h. Module parameter rx_respond (default
- * N) turns it on.
+ * Y) turns it off.
  */
 
 #include <linux/net.h>
@@ -39,15 +40,10 @@
 
 #include "siw.h"
 
-/*
- * Off by default: with it on, suite faults' mixed stream under netem
- * reordering and delay once showed a Read Request repeated (MSN) and a
- * response for an empty ORQ; not understood yet (reliability.md).
- */
-static bool siwx_rx_respond;
+static bool siwx_rx_respond = true;
 module_param_named(rx_respond, siwx_rx_respond, bool, 0644);
 MODULE_PARM_DESC(rx_respond,
-		 "Send small Read and Atomic Responses from the receive path, without waking siw_tx (default: N)");
+		 "Send small Read and Atomic Responses from the receive path, without waking siw_tx (default: Y)");
 
 static unsigned int siwx_rx_respond_max = SZ_4K;
 module_param_named(rx_respond_max, siwx_rx_respond_max, uint, 0644);
@@ -162,6 +158,7 @@ static bool siwx_rx_respond_now(struct siw_qp *qp, struct sock *sk)
 {
 	struct siw_iwarp_tx *c_tx = &qp->tx_ctx;
 	unsigned long *run = &c_tx->sq_run;
+	bool task_frag;
 	gfp_t gfp;
 	int rv;
 
@@ -181,6 +178,19 @@ static bool siwx_rx_respond_now(struct siw_qp *qp, struct sock *sk)
 		rv = 0;
 		goto out;
 	}
+	/*
+	 * TCP copies headers (and payload it cannot splice) into
+	 * sk_page_frag(): current->task_frag while sk_use_task_frag is
+	 * set, as it is for siw's sockets. Here current is whatever task
+	 * the softirq interrupted, possibly in the middle of filling that
+	 * same fragment for a send of its own (siw_tx batching another
+	 * QP's FPDUs, any socket writer): both streams would carry the
+	 * other's bytes. Use the socket's fragment, and atomic
+	 * allocations, for the call; the socket is locked for us, so no
+	 * sender of its own looks at either meanwhile.
+	 */
+	task_frag = sk->sk_use_task_frag;
+	sk->sk_use_task_frag = false;
 	gfp = sk->sk_allocation;
 	sk->sk_allocation = GFP_ATOMIC;
 	c_tx->in_rx = 1;
@@ -191,6 +201,7 @@ static bool siwx_rx_respond_now(struct siw_qp *qp, struct sock *sk)
 
 	c_tx->in_rx = 0;
 	sk->sk_allocation = gfp;
+	sk->sk_use_task_frag = task_frag;
 out:
 	clear_bit_unlock(SIW_SQ_BUSY, run);
 	/* order the clear before the tests below, as siw_qp_sq_process() */
