@@ -158,10 +158,13 @@ fi
 # what the changed options reach (fixdep records every object's CONFIG_
 # symbols), minutes instead of the full build.
 if [ ! -e "$OBJ" ]; then
+	# (the loop's status is its last test's: false on a machine without a
+	# built tree, which pipefail and set -e would make the script's end)
 	seed=$(for d in "$CACHE"/[0-9a-f]*/; do
 		d=${d%/}
-		[ -e "$d/.built" ] && [ "$(readlink -f "$d/source" 2>/dev/null)" = "$SRC" ] &&
+		if [ -e "$d/.built" ] && [ "$(readlink -f "$d/source" 2>/dev/null)" = "$SRC" ]; then
 			echo "$(stat -c %Y "$d/.built") $d"
+		fi
 	done | sort -rn | head -n 1 | cut -d' ' -f2-)
 	if [ -n "$seed" ]; then
 		msg "starting $OBJ from the tree of key ${seed##*/} (same source; only what changed is rebuilt)"
