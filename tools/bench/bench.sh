@@ -10,6 +10,12 @@
 #   BENCH_QUIET=1     do not stream the guest console
 #   BENCH_PMEM=SIZE   the guest's emulated NVDIMM (devdax) for flush_bench's
 #                     persistent points (default 128M; 0: none, those are n/a)
+#   SIWX_VM_TCG_THREAD=single|multi  QEMU's TCG threading (default here:
+#                     multi, one host thread per vCPU; tools/vm/run's own
+#                     default single makes every hand-off between two busy
+#                     vCPUs wait for a guest timer tick, 4 ms, which is all a
+#                     latency point then measures; make check's suite bench,
+#                     a harness check, keeps single)
 #
 # Needs build/siwx/siw.ko, build/upstream/siw.ko, build/rdma-core/prefix
 # (make modules rdma-core), perftest, iperf3, cc, python3; gnuplot for plots.
@@ -35,6 +41,8 @@ PY=/usr/bin/python3
 bench_config "$BENCH" || exit 2
 # shellcheck source=tools/bench/host-lib.sh
 . "$TOP/tools/bench/host-lib.sh"
+
+export SIWX_VM_TCG_THREAD=${SIWX_VM_TCG_THREAD:-multi}
 
 die() { echo "bench: $*" >&2; exit 2; }
 for f in build/siwx/siw.ko build/upstream/siw.ko build/rdma-core/prefix/lib/libibverbs.so.1; do

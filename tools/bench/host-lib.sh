@@ -29,7 +29,7 @@ bench_machine() {
 	echo "host: $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
 	echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores"
 	echo "memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
-	echo "qemu: $(qemu-system-x86_64 --version | head -n 1), ${SIWX_VM_ACCEL:-tcg}"
+	echo "qemu: $(qemu-system-x86_64 --version | head -n 1), ${SIWX_VM_ACCEL:-tcg}, thread=${SIWX_VM_TCG_THREAD:-single}"
 	echo "guest: 2 vCPUs, 2048 MiB (tools/vm/run defaults)${2:+; $2}"
 	echo "siwx: $(/sbin/modinfo -F version "$1/build/siwx/siw.ko") sha256 $(sha256sum < "$1/build/siwx/siw.ko" | cut -c1-16)"
 	echo "upstream: sha256 $(sha256sum < "$1/build/upstream/siw.ko" | cut -c1-16)"
