@@ -72,8 +72,12 @@ atomic_check() {
 }
 
 # ---------------------------------------------------------------- runs
-# perftest's duration mode for the bandwidth points: the whole run -D,
-# measured from -f seconds in to -f seconds before its end.
+# Bandwidth and message-rate points in perftest's duration mode: the
+# whole run -D, measured from -f seconds in to -f seconds before its end
+# (BENCH_BW_SECS of a running stream, as iperf3 measures BENCH_TCP_SECS).
+# A fixed count (-n) timed a burst from the connection's first message,
+# TCP's slow start and the queue filling and draining in it: 1.5 times
+# below the stream's rate at 64 KiB (performance.md, 2026-12-07).
 BW_DURATION=(-D "$((BENCH_BW_SECS + 2 * BENCH_BW_MARGIN))" -f "$BENCH_BW_MARGIN")
 
 # perftest_point REP KIND TEST SIZE
@@ -86,12 +90,6 @@ perftest_point() {
 	send_lat) prog=ib_send_lat args=(-s "$size" -n "$BENCH_LAT_ITERS") ;;
 	atomic_fadd_lat) prog=ib_atomic_lat args=(-A FETCH_AND_ADD -n "$BENCH_LAT_ITERS") ;;
 	atomic_cas_lat) prog=ib_atomic_lat args=(-A CMP_AND_SWAP -n "$BENCH_LAT_ITERS") ;;
-	# Bandwidth and message rate in perftest's duration mode: the
-	# BENCH_BW_SECS after a margin of BENCH_BW_MARGIN, as iperf3 measures
-	# BENCH_TCP_SECS of a running stream. A fixed count (-n) timed a burst
-	# of a few MiB from the connection's first message: TCP's slow start
-	# and the queue's filling and draining in it, 1.5 times below the
-	# stream's rate at 64 KiB (performance.md, 2026-12-07).
 	write_bw | read_bw | send_bw)
 		prog=ib_$test args=(-s "$size" "${BW_DURATION[@]}") ;;
 	atomic_fadd_bw) prog=ib_atomic_bw args=(-A FETCH_AND_ADD "${BW_DURATION[@]}") ;;
