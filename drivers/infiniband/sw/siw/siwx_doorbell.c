@@ -13,32 +13,34 @@
  * and nothing runs beside the application (on a veth pair, the peer's
  * receive processing runs in that system call too).
  *
- * A doorbell comes from such a stream if it comes sooner after the send
- * queue went idle than half of what processing the queue in the system
- * call took on average (a moving average of the last passes), and if
- * the peer has sent the application no data since (no Send, RDMA Write,
- * Immediate Data or Atomic Write: in a ping-pong the application posts
- * the next message once the peer's arrived, often within the same short
- * time, because on a veth pair the peer's answer can arrive within the
- * sender's own system call). Such a queue is handed to the siw_tx thread
- * of another CPU and the system call returns at once: the application
- * posts on while siw_tx sends, libsiw rings no doorbell while the queue
- * is busy, and siw_tx finds several work requests per pass, whose small
- * FPDUs tx_pack packs into full segments. Any other doorbell is
- * processed in the system call as before. Responses to the
- * application's own Reads and atomics do not count as data from the
- * peer: a stream of Reads is handed over too, and a single Read gains
- * from it as well (the posting thread goes back to polling while siw_tx
- * sends). Nothing changes on the wire.
+ * A doorbell comes from such a stream if all of these hold:
+ *  - it comes sooner after the send queue went idle than half of what
+ *    processing the queue in the system call took on average (a moving
+ *    average of the last passes);
+ *  - the peer has sent the application no data since (a Send, an RDMA
+ *    Write, Immediate Data, an Atomic Write): in a ping-pong the
+ *    application posts the next message once the peer's arrived, often
+ *    within that short time, because on a veth pair the peer's answer
+ *    can arrive within the sender's own system call;
+ *  - the application has not consumed the completion of its last work
+ *    request: one that waits for each completion before it posts again
+ *    does not stream either.
+ * Such a queue is handed to the siw_tx thread of another CPU and the
+ * system call returns at once: the application posts on while siw_tx
+ * sends, libsiw rings no doorbell while the queue is busy, and siw_tx
+ * finds several work requests per pass, whose small FPDUs tx_pack packs
+ * into full segments. Any other doorbell is processed in the system
+ * call as before. Nothing changes on the wire.
  *
  * Module parameter tx_defer: 0 never hands over (upstream siw), 1 when
- * the queue streams (default), 2 always (tests). A machine with one CPU
- * with a transmit thread never hands over.
+ * the queue streams (default), 2 always (experiments). A machine with
+ * one CPU with a transmit thread never hands over.
  *
  * The hooks calling into this file are in siw_verbs.c (siw_post_send()),
- * siw_qp_tx.c (the end of a pass of siw_tx; siw_sq_queue() queues a QP
- * to the transmit thread of a given CPU, once) and siw_qp_rx.c (a
- * message received), the prototypes in siw.h.
+ * siw_qp_tx.c (a work request sent, the end of a pass of siw_tx;
+ * siw_sq_queue() there queues a QP to the transmit thread of a given
+ * CPU, once), siw_qp.c (a completion written) and siw_qp_rx.c (a message
+ * received), the prototypes in siw.h.
  */
 
 #include <linux/cpumask.h>
@@ -118,7 +120,12 @@ bool siwx_db_defer(struct siw_qp *qp)
 		u64 pass = READ_ONCE(c_tx->db_pass_ns);
 		u64 gap = ktime_get_ns() - READ_ONCE(c_tx->db_idle_ns);
 
+		struct siw_cqe *cqe = READ_ONCE(c_tx->db_cqe);
+
 		if (!pass || gap >= pass / 2 || READ_ONCE(c_tx->db_rx))
+			return false;
+		/* it waited for the completion of its last work request */
+		if (cqe && !(READ_ONCE(cqe->flags) & SIW_WQE_VALID))
 			return false;
 	}
 	cpu = siwx_tx_defer_cpu(qp);
@@ -192,4 +199,30 @@ void siwx_db_rx(struct siw_qp *qp, struct iwarp_ctrl *ctrl)
 	default:
 		break;
 	}
+}
+
+/*
+ * siwx_db_done()
+ *
+ * The send queue loop, before a work request is sent (or, for a local
+ * one, done): its completion, if any, is yet to come. Before, not after:
+ * on a veth pair the response to a Read arrives within the sendmsg() of
+ * its request.
+ */
+void siwx_db_done(struct siw_qp *qp)
+{
+	WRITE_ONCE(qp->tx_ctx.db_cqe, NULL);
+}
+
+/*
+ * siwx_db_cqe()
+ *
+ * siw_sqe_complete(), a work request's completion written to @cqe: an
+ * application that consumed it before it posts again waits for each
+ * one, and the next doorbell is processed in the system call.
+ */
+void siwx_db_cqe(struct siw_qp *qp, struct siw_cqe *cqe)
+{
+	if (!rdma_is_kernel_res(&qp->base_qp.res))
+		WRITE_ONCE(qp->tx_ctx.db_cqe, cqe);
 }
