@@ -255,6 +255,10 @@ guest_info() {
 		for l in "$@"; do echo "$l"; done
 		echo "rdma-core: $P"
 		echo "siwx module: $KO_siwx version '$(modinfo -F version "$KO_siwx")'"
+		# the data-path parameters of the siw loaded now (the VM boots
+		# with siwx's)
+		echo "siw parameters: $(cd /sys/module/siw/parameters 2>/dev/null &&
+			for l in tx_* rx_* mpa_crc; do [ -r "$l" ] && printf '%s=%s ' "$l" "$(cat "$l")"; done)"
 		echo "upstream module: $KO_upstream"
 	} > "$INFO"
 }

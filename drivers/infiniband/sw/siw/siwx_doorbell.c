@@ -112,17 +112,24 @@ bool siwx_db_defer(struct siw_qp *qp)
 {
 	struct siw_iwarp_tx *c_tx = &qp->tx_ctx;
 	unsigned int mode = READ_ONCE(siwx_tx_defer);
+	struct siw_cqe *cqe = READ_ONCE(c_tx->db_cqe);
+	u64 pass = READ_ONCE(c_tx->db_pass_ns);
+	bool rx = READ_ONCE(c_tx->db_rx);
 	int cpu;
+
+	/*
+	 * The pass begins: what the peer sends during it counts against
+	 * the next doorbell (on a veth pair the answer to the message it
+	 * sends can arrive before it ends).
+	 */
+	WRITE_ONCE(c_tx->db_rx, false);
 
 	if (mode == SIWX_TX_DEFER_NEVER)
 		return false;
 	if (mode == SIWX_TX_DEFER_STREAM) {
-		u64 pass = READ_ONCE(c_tx->db_pass_ns);
 		u64 gap = ktime_get_ns() - READ_ONCE(c_tx->db_idle_ns);
 
-		struct siw_cqe *cqe = READ_ONCE(c_tx->db_cqe);
-
-		if (!pass || gap >= pass / 2 || READ_ONCE(c_tx->db_rx))
+		if (!pass || gap >= pass / 2 || rx)
 			return false;
 		/* it waited for the completion of its last work request */
 		if (cqe && !(READ_ONCE(cqe->flags) & SIW_WQE_VALID))
@@ -156,7 +163,6 @@ void siwx_db_pass(struct siw_qp *qp, u64 start)
 		avg = took;
 	WRITE_ONCE(c_tx->db_pass_ns, avg);
 	WRITE_ONCE(c_tx->db_idle_ns, now);
-	WRITE_ONCE(c_tx->db_rx, false);
 }
 
 /*
@@ -166,10 +172,8 @@ void siwx_db_pass(struct siw_qp *qp, u64 start)
  */
 void siwx_db_idle(struct siw_qp *qp)
 {
-	if (!rdma_is_kernel_res(&qp->base_qp.res)) {
+	if (!rdma_is_kernel_res(&qp->base_qp.res))
 		WRITE_ONCE(qp->tx_ctx.db_idle_ns, ktime_get_ns());
-		WRITE_ONCE(qp->tx_ctx.db_rx, false);
-	}
 }
 
 /*
