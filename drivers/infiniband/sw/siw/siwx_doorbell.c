@@ -127,12 +127,13 @@ bool siwx_db_defer(struct siw_qp *qp)
 	if (mode == SIWX_TX_DEFER_NEVER)
 		return false;
 	if (mode == SIWX_TX_DEFER_STREAM) {
-		u64 gap = ktime_get_ns() - READ_ONCE(c_tx->db_idle_ns);
-
-		if (!pass || gap >= pass / 2 || rx)
+		/* the cheap tests first: a ping-pong fails one of them */
+		if (!pass || rx)
 			return false;
 		/* it waited for the completion of its last work request */
 		if (cqe && !(READ_ONCE(cqe->flags) & SIW_WQE_VALID))
+			return false;
+		if (ktime_get_ns() - READ_ONCE(c_tx->db_idle_ns) >= pass / 2)
 			return false;
 	}
 	cpu = siwx_tx_defer_cpu(qp);
