@@ -24,7 +24,13 @@
  *    can arrive within the sender's own system call;
  *  - the application has not consumed the completion of its last work
  *    request: one that waits for each completion before it posts again
- *    does not stream either.
+ *    does not stream either;
+ *  - the first work request's FPDU can share a TCP segment with another
+ *    (at most half of one) or its message fills several: a stream of
+ *    messages of one FPDU each too large for that gains nothing from
+ *    packing, and siw_tx then carries alone what the system call
+ *    carried (measured: 1 KiB Writes and Sends at 0.67-0.98 of their
+ *    rate without the handover).
  * Such a queue is handed to the siw_tx thread of another CPU and the
  * system call returns at once: the application posts on while siw_tx
  * sends, libsiw rings no doorbell while the queue is busy, and siw_tx
@@ -45,6 +51,7 @@
 
 #include <linux/cpumask.h>
 #include <linux/moduleparam.h>
+#include <linux/tcp.h>
 #include <linux/smp.h>
 #include <linux/timekeeping.h>
 
@@ -101,6 +108,51 @@ static int siwx_tx_defer_cpu(struct siw_qp *qp)
 	return -1;
 }
 
+/* an FPDU's bytes besides its payload: MPA length, DDP/RDMAP header, pad, CRC */
+#define SIWX_DB_FPDU_OVERHEAD 64
+
+/*
+ * siwx_db_packs()
+ *
+ * Could the message of the work request just activated gain from being
+ * sent by siw_tx: its FPDU fits into half a segment, so that tx_pack can
+ * put the next one beside it, or it fills several segments. Only a hint
+ * (the work request is not checked yet); false for a message of one FPDU
+ * of more than half a segment. siw_post_send() holds the QP's state lock
+ * in RTS: its socket stays.
+ */
+static bool siwx_db_packs(struct siw_qp *qp)
+{
+	struct siw_sqe *sqe = &tx_wqe(qp)->sqe;
+	struct socket *s = qp->attrs.sk;
+	unsigned int mss, i;
+	u64 len = 0;
+
+	switch (sqe->opcode) {
+	case SIW_OP_SEND:
+	case SIW_OP_SEND_WITH_IMM:
+	case SIW_OP_SEND_REMOTE_INV:
+	case SIW_OP_WRITE:
+	case SIW_OP_WRITE_WITH_IMM:
+		break;
+	default:
+		/* a request without payload, or a local operation */
+		return true;
+	}
+	if (!s || !s->sk)
+		return true;
+	mss = READ_ONCE(tcp_sk(s->sk)->mss_cache);
+
+	if (sqe->flags & SIW_WQE_INLINE)
+		len = sqe->sge[0].length;
+	else
+		for (i = 0; i < min_t(unsigned int, sqe->num_sge, SIW_MAX_SGE); i++)
+			len += sqe->sge[i].length;
+	len += SIWX_DB_FPDU_OVERHEAD;
+
+	return len <= mss / 2 || len > mss;
+}
+
 /*
  * siwx_db_defer()
  *
@@ -134,6 +186,8 @@ bool siwx_db_defer(struct siw_qp *qp)
 		if (cqe && !(READ_ONCE(cqe->flags) & SIW_WQE_VALID))
 			return false;
 		if (ktime_get_ns() - READ_ONCE(c_tx->db_idle_ns) >= pass / 2)
+			return false;
+		if (!siwx_db_packs(qp))
 			return false;
 	}
 	cpu = siwx_tx_defer_cpu(qp);
