@@ -51,9 +51,9 @@
 
 #include <linux/cpumask.h>
 #include <linux/moduleparam.h>
-#include <linux/tcp.h>
+#include <linux/sched/clock.h>
 #include <linux/smp.h>
-#include <linux/timekeeping.h>
+#include <linux/tcp.h>
 
 #include <rdma/ib_verbs.h>
 
@@ -106,6 +106,22 @@ static int siwx_tx_defer_cpu(struct siw_qp *qp)
 		if (cpu != me && siw_tx_thread[cpu])
 			return cpu;
 	return -1;
+}
+
+/*
+ * The clock of the rules: local_clock(), not ktime_get_ns(). A doorbell
+ * reads it twice; the clocksource can be one whose every read is slow
+ * (the HPET of a guest whose TSC the watchdog distrusted: an emulated
+ * MMIO read under QEMU's lock, a few microseconds of every ping-pong
+ * step), and the rules need no more than the scheduler's clock. Its
+ * readings on two CPUs may be a little apart: a time that would come out
+ * negative is 0.
+ */
+static u64 siwx_db_since(u64 then)
+{
+	u64 now = local_clock();
+
+	return now > then ? now - then : 0;
 }
 
 /* an FPDU's bytes besides its payload: MPA length, DDP/RDMAP header, pad, CRC */
@@ -185,7 +201,7 @@ bool siwx_db_defer(struct siw_qp *qp)
 		/* it waited for the completion of its last work request */
 		if (cqe && !(READ_ONCE(cqe->flags) & SIW_WQE_VALID))
 			return false;
-		if (ktime_get_ns() - READ_ONCE(c_tx->db_idle_ns) >= pass / 2)
+		if (siwx_db_since(READ_ONCE(c_tx->db_idle_ns)) >= pass / 2)
 			return false;
 		if (!siwx_db_packs(qp))
 			return false;
@@ -208,8 +224,8 @@ bool siwx_db_defer(struct siw_qp *qp)
 void siwx_db_pass(struct siw_qp *qp, u64 start)
 {
 	struct siw_iwarp_tx *c_tx = &qp->tx_ctx;
-	u64 now = ktime_get_ns(), avg = READ_ONCE(c_tx->db_pass_ns);
-	u64 took = now - start;
+	u64 now = local_clock(), avg = READ_ONCE(c_tx->db_pass_ns);
+	u64 took = now > start ? now - start : 0;
 
 	/* one pass the task was preempted in counts as twice the average */
 	if (avg)
@@ -228,7 +244,7 @@ void siwx_db_pass(struct siw_qp *qp, u64 start)
 void siwx_db_idle(struct siw_qp *qp)
 {
 	if (!rdma_is_kernel_res(&qp->base_qp.res))
-		WRITE_ONCE(qp->tx_ctx.db_idle_ns, ktime_get_ns());
+		WRITE_ONCE(qp->tx_ctx.db_idle_ns, local_clock());
 }
 
 /*
