@@ -12,7 +12,8 @@
 # applies the series to pristine siw in a scratch git repository
 # (BUILD_DIR/upstream-series/git), and after every patch that adds
 # "siw-y += siwx_NAME.o" to the Makefile it adds siwx_NAME.c (and
-# siwx_NAME.h, if there is one) to that commit. It then writes the
+# siwx_NAME.h, if there is one, and siwx.h, the header our files share,
+# with the first file that includes it) to that commit. It then writes the
 # series, with diffstats, into BUILD_DIR/upstream-series/out: the
 # patches and `series`. The cover letter stays patches/linux/cover-letter.txt
 # (its diffstat counts the upstream files only; git format-patch
@@ -61,6 +62,10 @@ while read -r p _; do
 		[ -f "$own/$o.c" ] || die "$p adds $o.o, but drivers/infiniband/sw/siw/$o.c does not exist"
 		cp "$own/$o.c" "$repo/drivers/infiniband/sw/siw/"
 		[ ! -f "$own/$o.h" ] || cp "$own/$o.h" "$repo/drivers/infiniband/sw/siw/"
+		if grep -q '^#include "siwx\.h"' "$own/$o.c" &&
+			[ ! -f "$repo/drivers/infiniband/sw/siw/siwx.h" ]; then
+			cp "$own/siwx.h" "$repo/drivers/infiniband/sw/siw/"
+		fi
 		added+=("$o ($p)")
 	done
 	g add -A

@@ -58,6 +58,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "siw.h"
+#include "siwx.h"
 
 enum {
 	SIWX_TX_DEFER_NEVER,
@@ -117,15 +118,10 @@ static int siwx_tx_defer_cpu(struct siw_qp *qp)
  * readings on two CPUs may be a little apart: a time that would come out
  * negative is 0.
  */
-static u64 siwx_db_since(u64 then)
+static u64 siwx_db_between(u64 then, u64 now)
 {
-	u64 now = local_clock();
-
 	return now > then ? now - then : 0;
 }
-
-/* an FPDU's bytes besides its payload: MPA length, DDP/RDMAP header, pad, CRC */
-#define SIWX_DB_FPDU_OVERHEAD 64
 
 /*
  * siwx_db_packs()
@@ -139,32 +135,15 @@ static u64 siwx_db_since(u64 then)
  */
 static bool siwx_db_packs(struct siw_qp *qp)
 {
-	struct siw_sqe *sqe = &tx_wqe(qp)->sqe;
+	int payload = siwx_sqe_payload(&tx_wqe(qp)->sqe);
 	struct socket *s = qp->attrs.sk;
-	unsigned int mss, i;
-	u64 len = 0;
+	unsigned int mss, len;
 
-	switch (sqe->opcode) {
-	case SIW_OP_SEND:
-	case SIW_OP_SEND_WITH_IMM:
-	case SIW_OP_SEND_REMOTE_INV:
-	case SIW_OP_WRITE:
-	case SIW_OP_WRITE_WITH_IMM:
-		break;
-	default:
-		/* a request without payload, or a local operation */
-		return true;
-	}
-	if (!s || !s->sk)
+	/* a request without payload, or a local operation */
+	if (payload < 0 || !s || !s->sk)
 		return true;
 	mss = READ_ONCE(tcp_sk(s->sk)->mss_cache);
-
-	if (sqe->flags & SIW_WQE_INLINE)
-		len = sqe->sge[0].length;
-	else
-		for (i = 0; i < min_t(unsigned int, sqe->num_sge, SIW_MAX_SGE); i++)
-			len += sqe->sge[i].length;
-	len += SIWX_DB_FPDU_OVERHEAD;
+	len = payload + SIWX_FPDU_OVERHEAD;
 
 	return len <= mss / 2 || len > mss;
 }
@@ -201,7 +180,8 @@ bool siwx_db_defer(struct siw_qp *qp)
 		/* it waited for the completion of its last work request */
 		if (cqe && !(READ_ONCE(cqe->flags) & SIW_WQE_VALID))
 			return false;
-		if (siwx_db_since(READ_ONCE(c_tx->db_idle_ns)) >= pass / 2)
+		if (siwx_db_between(READ_ONCE(c_tx->db_idle_ns),
+				    local_clock()) >= pass / 2)
 			return false;
 		if (!siwx_db_packs(qp))
 			return false;
@@ -225,7 +205,7 @@ void siwx_db_pass(struct siw_qp *qp, u64 start)
 {
 	struct siw_iwarp_tx *c_tx = &qp->tx_ctx;
 	u64 now = local_clock(), avg = READ_ONCE(c_tx->db_pass_ns);
-	u64 took = now > start ? now - start : 0;
+	u64 took = siwx_db_between(start, now);
 
 	/* one pass the task was preempted in counts as twice the average */
 	if (avg)

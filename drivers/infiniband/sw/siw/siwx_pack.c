@@ -31,6 +31,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "siw.h"
+#include "siwx.h"
 
 static bool siw_tx_pack = true;
 module_param_named(tx_pack, siw_tx_pack, bool, 0644);
@@ -44,8 +45,36 @@ static unsigned int siwx_fpdu_len(struct siw_iwarp_tx *c_tx)
 	       MPA_CRC_SIZE;
 }
 
-/* FPDU bytes besides payload: MPA length, DDP/RDMAP header, pad, CRC */
-#define SIWX_PACK_OVERHEAD 64
+/*
+ * siwx_sqe_payload()
+ *
+ * The payload bytes of @sqe (at most 1 GiB) if it is a Send or an RDMA
+ * Write, with or without Immediate Data, or -1 for any other work
+ * request: a request without payload, a local operation. Only a hint:
+ * a user may rewrite its send queue entry meanwhile.
+ */
+int siwx_sqe_payload(const struct siw_sqe *sqe)
+{
+	unsigned int i, n = 1;
+	u64 len = 0;
+
+	switch (READ_ONCE(sqe->opcode)) {
+	case SIW_OP_SEND:
+	case SIW_OP_SEND_WITH_IMM:
+	case SIW_OP_SEND_REMOTE_INV:
+	case SIW_OP_WRITE:
+	case SIW_OP_WRITE_WITH_IMM:
+		break;
+	default:
+		return -1;
+	}
+	if (!(READ_ONCE(sqe->flags) & SIW_WQE_INLINE))
+		n = min_t(unsigned int, READ_ONCE(sqe->num_sge), SIW_MAX_SGE);
+	for (i = 0; i < n; i++)
+		len += READ_ONCE(sqe->sge[i].length);
+
+	return min_t(u64, len, SZ_1G);
+}
 
 /*
  * The payload bytes of the first FPDU of what is sent next, if a work
@@ -56,37 +85,21 @@ static unsigned int siwx_fpdu_len(struct siw_iwarp_tx *c_tx)
 static int siwx_tx_next_len(struct siw_qp *qp)
 {
 	struct siw_sqe *sqe;
-	u64 len = 0;
-	unsigned int i, n;
 
 	if (qp->attrs.irq_size) {
 		sqe = &qp->irq[qp->irq_get % qp->attrs.irq_size];
 		if (READ_ONCE(sqe->flags) & SIW_WQE_VALID) {
 			if (READ_ONCE(sqe->opcode) != SIW_OP_READ_RESPONSE)
 				return 0;	/* an atomic or Flush response */
-			len = READ_ONCE(sqe->sge[0].length);
-			return min_t(u64, len, SZ_1G);
+			return min_t(u64, READ_ONCE(sqe->sge[0].length),
+				     SZ_1G);
 		}
 	}
 	if (siw_sq_empty(qp))
 		return -1;
-	sqe = &qp->sendq[qp->sq_get % qp->attrs.sq_size];
-	switch (READ_ONCE(sqe->opcode)) {
-	case SIW_OP_SEND:
-	case SIW_OP_SEND_WITH_IMM:
-	case SIW_OP_SEND_REMOTE_INV:
-	case SIW_OP_WRITE:
-	case SIW_OP_WRITE_WITH_IMM:
-		n = 1;
-		if (!(READ_ONCE(sqe->flags) & SIW_WQE_INLINE))
-			n = min_t(unsigned int, READ_ONCE(sqe->num_sge),
-				  SIW_MAX_SGE);
-		for (i = 0; i < n; i++)
-			len += READ_ONCE(sqe->sge[i].length);
-		return min_t(u64, len, SZ_1G);
-	default:
-		return 0;	/* a request, or a local operation */
-	}
+	/* a request or a local operation: no payload */
+	return max(siwx_sqe_payload(&qp->sendq[qp->sq_get %
+						qp->attrs.sq_size]), 0);
 }
 
 static void siwx_tx_push(struct siw_qp *qp)
@@ -140,8 +153,8 @@ void siwx_tx_pack(struct siw_qp *qp, struct socket *s, int burst_len)
 		unsigned int room = mss - c_tx->pack_off;
 		int next = siwx_tx_next_len(qp);
 
-		if (next >= 0 && room > SIWX_PACK_OVERHEAD &&
-		    next <= room - SIWX_PACK_OVERHEAD)
+		if (next >= 0 && room > SIWX_FPDU_OVERHEAD &&
+		    next <= room - SIWX_FPDU_OVERHEAD)
 			c_tx->pack_more = 1;
 	}
 }
