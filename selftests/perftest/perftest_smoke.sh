@@ -58,6 +58,8 @@ CASES=(
 	"wake:read_lat_no_tx_wakeup ib_read_lat -n 400 -s 64"
 	"ours:wake:atomic_lat_no_tx_wakeup ib_atomic_lat -A FETCH_AND_ADD -n 400"
 	"wakeoff:read_lat_tx_wakeups ib_read_lat -n 400 -s 64"
+	"wake:req:read_bw_ord1_no_tx_wakeup ib_read_bw -n 1000 -s 64 -o 1"
+	"wakeoff:req:read_bw_ord1_tx_wakeups ib_read_bw -n 1000 -s 64 -o 1"
 	"busy:read_lat_beside_tcp_stream ib_read_lat -n 1000 -s 64"
 )
 # A name starting with "wake:" counts the context switches of the siw_tx
@@ -71,6 +73,22 @@ CASES=(
 # rx_respond off: the old way, about one wake-up per response, at least
 # one per WAKE_MIN_PER requests (if it wakes less, the count measures
 # nothing).
+# "req:" after either judges module parameter rx_request instead (set to
+# 1 for "wake:", 0 for "wakeoff:", rx_respond on for both): with it, a
+# Read Request that waited for an ORQ entry is sent from the receive path
+# that freed the entry. ib_read_bw -o 1 posts its Reads back to back
+# against an ORD of 1, so every Read but the first waits for the response
+# of the one before; without rx_request siw_tx sends each one. siw_tx
+# does not sleep in between then (on the veth pair the response arrives
+# in siw_tx's own softirq: 28 switches for 1,000 Reads measured), so
+# these cases count its passes over a send queue instead: calls of
+# siw_qp_sq_process() by a siw_tx thread, through a kprobe event (skipped
+# on a kernel without kprobe events): at most one per REQ_MAX_PER Reads
+# with rx_request (20 for 1,000 in two runs: connection setup and the
+# closing handshake), at least one per REQ_MIN_PER without (387 and 317:
+# one pass of siw_tx sends several Reads when their responses arrive
+# within its own sendmsg(), and the Reads that found an ORQ entry free
+# are sent by the posting system call).
 # A name starting with "busy:" runs with rx_respond on too, beside an
 # iperf3 stream over the same veth pair and under netem delay (1 ms, both
 # ends): the receive path then runs from netem's timer softirq, which
@@ -86,8 +104,29 @@ CASES=(
 BUSY_PORT=5301
 WAKE_MAX_PER=8
 WAKE_MIN_PER=2
+REQ_MAX_PER=20
+REQ_MIN_PER=10
 RX_RESPOND=/sys/module/siw/parameters/rx_respond
+RX_REQUEST=/sys/module/siw/parameters/rx_request
 TX_DEFER=/sys/module/siw/parameters/tx_defer
+TRACEFS=/sys/kernel/tracing
+# siw_tx's passes over send queues: a kprobe event on siw_qp_sq_process()
+# filtered to the siw_tx threads; tx_passes_start clears and enables it,
+# tx_passes_stop prints the count and removes it
+tx_passes_start() {
+	[ -e "$TRACEFS/kprobe_events" ] || mount -t tracefs nodev "$TRACEFS" 2>/dev/null
+	[ -w "$TRACEFS/kprobe_events" ] || return 1
+	echo 'p:siwx_smoke/sq_pass siw:siw_qp_sq_process' >> "$TRACEFS/kprobe_events" || return 1
+	echo 'comm ~ "siw_tx*"' > "$TRACEFS/events/siwx_smoke/sq_pass/filter" &&
+		: > "$TRACEFS/trace" &&
+		echo 1 > "$TRACEFS/events/siwx_smoke/sq_pass/enable"
+}
+tx_passes_stop() {
+	echo 0 > "$TRACEFS/events/siwx_smoke/sq_pass/enable"
+	grep -c 'sq_pass:' "$TRACEFS/trace"
+	: > "$TRACEFS/trace"
+	echo '-:siwx_smoke/sq_pass' >> "$TRACEFS/kprobe_events"
+}
 tx_switches() {
 	local p n=0 v
 	for p in $(pgrep '^siw_tx/'); do
@@ -197,6 +236,15 @@ for c in "${CASES[@]}"; do
 	wakeoff:*) name=${name#wakeoff:}; wake=0 count=1 ;;
 	busy:*) name=${name#busy:}; wake=1 busy=1 ;;
 	esac
+	# judge: the parameter the count judges is on (1) or off (0)
+	judge=$wake req=''
+	case $name in
+	req:*) name=${name#req:}; req=$wake wake=1 ;;
+	esac
+	if [ -n "$req" ] && [ ! -w "$RX_REQUEST" ]; then
+		echo "ok $i perftest.$name # SKIP siw without rx_request"
+		continue
+	fi
 	if ! command -v "$tool" >/dev/null; then
 		echo "ok $i perftest.$name # SKIP $tool not installed (apt-get install perftest)"
 		continue
@@ -235,6 +283,16 @@ for c in "${CASES[@]}"; do
 		read -r rx_was < "$RX_RESPOND"
 		echo "$wake" > "$RX_RESPOND"
 		sw0=$(tx_switches)
+		if [ -n "$req" ]; then
+			read -r req_was < "$RX_REQUEST"
+			echo "$req" > "$RX_REQUEST"
+			if ! tx_passes_start; then
+				echo "$req_was" > "$RX_REQUEST"
+				echo "$rx_was" > "$RX_RESPOND"
+				echo "ok $i perftest.$name # SKIP no kprobe events on this kernel (CONFIG_KPROBE_EVENTS)"
+				continue
+			fi
+		fi
 	fi
 	if [ "$odd" = 1 ]; then
 		if [ -z "${SIWX_NETNS1:-}" ]; then
@@ -384,13 +442,21 @@ for c in "${CASES[@]}"; do
 	if [ -n "$wake" ]; then
 		sw=$(( $(tx_switches) - sw0 ))
 		echo "$rx_was" > "$RX_RESPOND"
+		param="rx_respond $wake" what=switched
+		if [ -n "$req" ]; then
+			sw=$(tx_passes_stop)
+			echo "$req_was" > "$RX_REQUEST"
+			param="rx_request $req" what="passed over a send queue"
+		fi
 		iters=$(sed -n 's/.*-n \([0-9]*\).*/\1/p' <<<"$*")
-		echo "# $name: rx_respond $wake: siw_tx switched $sw times for $iters requests (with the tries: $try)"
-		if [ "$count" = 1 ] && [ "$wake" = 1 ] && [ $((sw * WAKE_MAX_PER)) -gt $((iters * try)) ]; then
-			echo "# $name: more than one siw_tx switch per $WAKE_MAX_PER requests: responses sent by siw_tx"
+		echo "# $name: $param: siw_tx $what $sw times for $iters requests (with the tries: $try)"
+		maxper=$WAKE_MAX_PER minper=$WAKE_MIN_PER
+		[ -z "$req" ] || maxper=$REQ_MAX_PER minper=$REQ_MIN_PER
+		if [ "$count" = 1 ] && [ "$judge" = 1 ] && [ $((sw * maxper)) -gt $((iters * try)) ]; then
+			echo "# $name: siw_tx $what more than once per $maxper requests: it sent them"
 			ok=0
-		elif [ "$count" = 1 ] && [ "$wake" = 0 ] && [ $((sw * WAKE_MIN_PER)) -lt "$iters" ]; then
-			echo "# $name: fewer than one siw_tx switch per $WAKE_MIN_PER requests with rx_respond off: the count measures nothing"
+		elif [ "$count" = 1 ] && [ "$judge" = 0 ] && [ $((sw * minper)) -lt "$iters" ]; then
+			echo "# $name: siw_tx $what less than once per $minper requests with ${param% *} off: the count measures nothing"
 			ok=0
 		fi
 	fi

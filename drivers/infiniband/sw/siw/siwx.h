@@ -16,4 +16,7 @@
 /* siwx_pack.c */
 int siwx_sqe_payload(const struct siw_sqe *sqe);
 
+/* siwx_flush.c */
+bool siwx_flush_resp_within(struct siw_sqe *irqe, u64 max);
+
 #endif

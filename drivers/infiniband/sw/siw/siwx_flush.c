@@ -33,6 +33,7 @@
 #include "siw.h"
 #include "siw_verbs.h"
 #include "siw_mem.h"
+#include "siwx.h"
 
 /* Kernel-private SQE field of the responder: the Disposition Flags */
 static inline u32 *siw_sqe_flush_disp(struct siw_sqe *sqe)
@@ -639,6 +640,29 @@ static int siw_flush_do(struct siw_wqe *wqe, struct siw_mem *mem)
 	wmb();
 
 	return 0;
+}
+
+/*
+ * siwx_flush_resp_within()
+ *
+ * Does executing the request of the response @irqe write back at most
+ * @max bytes from the CPU caches? An Atomic Write stores 8 bytes; a
+ * Flush that is not persistent only orders; a persistent one writes its
+ * range back (a whole region, if it selects one, of unknown length
+ * here). For the receive path, which may execute a cheap one.
+ */
+bool siwx_flush_resp_within(struct siw_sqe *irqe, u64 max)
+{
+	u32 disp = READ_ONCE(*siw_sqe_flush_disp(irqe));
+
+	if (READ_ONCE(irqe->opcode) == SIW_OP_ATOMIC_WRITE_RESPONSE ||
+	    !(disp & RDMAP_FLUSH_DISP_P))
+		return true;
+	if ((disp & RDMAP_FLUSH_DISP_SEL_MASK) >> RDMAP_FLUSH_DISP_SEL_SHIFT !=
+	    RDMAP_FLUSH_SEL_RANGE)
+		return false;
+
+	return READ_ONCE(siw_sqe_flush(irqe)->length) <= max;
 }
 
 /*

@@ -18,15 +18,22 @@
  * responses are sent right there: tcp_sendmsg_locked(), MSG_DONTWAIT,
  * atomic allocations, and the socket's own page fragment for what TCP
  * copies (not the interrupted task's: see siwx_rx_respond_now()). Only
- * Read Responses of up to rx_respond_max bytes and Atomic Responses, at
- * most SIWX_RESPOND_BUDGET bytes per callback; the rest, a work request
- * of the send queue, and whatever TCP does not take at once are left to
- * siw_tx as before. Nothing changes on the wire.
+ * Read Responses of up to rx_respond_max bytes, Atomic Responses, and
+ * Flush and Atomic Write Responses whose request writes back at most
+ * rx_respond_max bytes of CPU caches (executed just before the response
+ * is sent, so here too), at most SIWX_RESPOND_BUDGET bytes per callback.
+ *
+ * A response the callback received can also free the ORQ entry a Read,
+ * Atomic, Flush or Atomic Write Request of the send queue waits for: such
+ * a request (one FPDU without payload) is sent from here as well (module
+ * parameter rx_request, default Y). The rest, a Send or Write of the send
+ * queue, and whatever TCP does not take at once are left to siw_tx as
+ * before. Nothing changes on the wire.
  *
  * The hooks calling into this file are in siw_qp.c (data_ready),
  * siw_qp_tx.c (siw_sq_start(), the send queue loop, the sendmsg()
  * calls), the prototypes in siw.h. Module parameter rx_respond (default
- * Y) turns it off.
+ * Y) turns it all off.
  */
 
 #include <linux/net.h>
@@ -39,16 +46,22 @@
 #include <rdma/ib_verbs.h>
 
 #include "siw.h"
+#include "siwx.h"
 
 static bool siwx_rx_respond = true;
 module_param_named(rx_respond, siwx_rx_respond, bool, 0644);
 MODULE_PARM_DESC(rx_respond,
-		 "Send small Read and Atomic Responses from the receive path, without waking siw_tx (default: Y)");
+		 "Send small Read, Atomic, Flush and Atomic Write Responses from the receive path, without waking siw_tx (default: Y)");
 
 static unsigned int siwx_rx_respond_max = SZ_4K;
 module_param_named(rx_respond_max, siwx_rx_respond_max, uint, 0644);
 MODULE_PARM_DESC(rx_respond_max,
-		 "Largest Read Response sent from the receive path, bytes (default: 4096)");
+		 "Largest Read Response (and Flush write-back) sent from the receive path, bytes (default: 4096)");
+
+static bool siwx_rx_request = true;
+module_param_named(rx_request, siwx_rx_request, bool, 0644);
+MODULE_PARM_DESC(rx_request,
+		 "With rx_respond: also send Read, Atomic, Flush and Atomic Write Requests from the receive path (default: Y)");
 
 /* response bytes one callback sends at most */
 #define SIWX_RESPOND_BUDGET SZ_64K
@@ -108,16 +121,39 @@ bool siwx_respond_defer(struct siw_qp *qp)
 bool siwx_respond_wqe(struct siw_qp *qp, struct siw_wqe *wqe)
 {
 	struct siw_iwarp_tx *c_tx = &qp->tx_ctx;
-	u32 len;
+	u32 max = READ_ONCE(siwx_rx_respond_max);
+	u32 len = SIWX_FPDU_OVERHEAD;
 
 	switch (tx_type(wqe)) {
 	case SIW_OP_READ_RESPONSE:
 		len = wqe->sqe.sge[0].length;
-		if (len > READ_ONCE(siwx_rx_respond_max))
+		if (len > max)
 			goto left;
 		break;
 	case SIW_OP_ATOMIC_RESPONSE:
-		len = sizeof(u64);
+		break;
+	case SIW_OP_FLUSH_RESPONSE:
+	case SIW_OP_ATOMIC_WRITE_RESPONSE:
+		/* executed before it is sent: a bounded write-back only */
+		if (!siwx_flush_resp_within(&wqe->sqe, max))
+			goto left;
+		break;
+	case SIW_OP_READ:
+	case SIW_OP_READ_LOCAL_INV:
+	case SIW_OP_FETCH_AND_ADD:
+	case SIW_OP_COMP_AND_SWAP:
+	case SIW_OP_MASKED_FETCH_AND_ADD:
+	case SIW_OP_MASKED_COMP_AND_SWAP:
+	case SIW_OP_FLUSH:
+	case SIW_OP_ATOMIC_WRITE:
+		/*
+		 * A request of one FPDU without payload (an Atomic Write's
+		 * 8 bytes are in its header), its ORQ entry taken: the
+		 * response that freed an ORQ entry resumes the send queue
+		 * here instead of waking siw_tx.
+		 */
+		if (!READ_ONCE(siwx_rx_request))
+			goto left;
 		break;
 	default:
 		goto left;
