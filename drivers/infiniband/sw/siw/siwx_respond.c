@@ -138,25 +138,17 @@ bool siwx_respond_wqe(struct siw_qp *qp, struct siw_wqe *wqe)
 		if (!siwx_flush_resp_within(&wqe->sqe, max))
 			goto left;
 		break;
-	case SIW_OP_READ:
-	case SIW_OP_READ_LOCAL_INV:
-	case SIW_OP_FETCH_AND_ADD:
-	case SIW_OP_COMP_AND_SWAP:
-	case SIW_OP_MASKED_FETCH_AND_ADD:
-	case SIW_OP_MASKED_COMP_AND_SWAP:
-	case SIW_OP_FLUSH:
-	case SIW_OP_ATOMIC_WRITE:
+	default:
 		/*
 		 * A request of one FPDU without payload (an Atomic Write's
 		 * 8 bytes are in its header), its ORQ entry taken: the
 		 * response that freed an ORQ entry resumes the send queue
 		 * here instead of waking siw_tx.
 		 */
-		if (!READ_ONCE(siwx_rx_request))
+		if (!siw_op_uses_orq(tx_type(wqe)) ||
+		    !READ_ONCE(siwx_rx_request))
 			goto left;
 		break;
-	default:
-		goto left;
 	}
 	if (c_tx->rx_sent + len > SIWX_RESPOND_BUDGET)
 		goto left;
